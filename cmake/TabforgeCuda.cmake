@@ -1,0 +1,31 @@
+# Decides whether the CUDA backend is built. TABFORGE_CUDA=AUTO turns it on when a CUDA
+# compiler is found; ON requires one; OFF never looks. Sets TABFORGE_WITH_CUDA.
+include(CheckLanguage)
+set(TABFORGE_WITH_CUDA OFF)
+if(NOT TABFORGE_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(TABFORGE_WITH_CUDA ON)
+  elseif(TABFORGE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TABFORGE_CUDA=ON but no CUDA compiler (nvcc) was found. Install the "
+                        "CUDA toolkit and put nvcc on PATH, or configure with -DTABFORGE_CUDA=OFF.")
+  endif()
+endif()
+
+if(TABFORGE_WITH_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # The GPUs users have: Turing, Ampere (data centre and consumer), Ada, Hopper.
+    set(CMAKE_CUDA_ARCHITECTURES "75;80;86;89;90")
+  endif()
+  enable_language(CUDA)
+  # CMake 3.25 does not know nvcc's C++20 flag; device code is C++17.
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  find_package(CUDAToolkit REQUIRED)
+  message(STATUS "tabforge: CUDA backend ON (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "tabforge: CUDA backend OFF (CPU-only build)")
+endif()

@@ -1,0 +1,15 @@
+// The subcommands of the tabforge program. Each Add*Command registers its options on the
+// application and the callback that runs it; the callback throws tabforge::Error on failure.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace tabforge::cli {
+
+// `tabforge inspect FILE_OR_URL [--label COL] [--json]`: schema, types, missing values and
+// (with a label) the problem type.
+void AddInspectCommand(CLI::App& app);
+
+}  // namespace tabforge::cli

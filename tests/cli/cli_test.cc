@@ -1,0 +1,108 @@
+// End-to-end tests of the tabforge program: run it as a user would and check what it prints
+// and its exit status.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+
+#include "test_support.h"
+
+namespace {
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult Tabforge(const std::string& arguments) {
+  std::string command = std::string(TABFORGE_CLI_PATH) + " " + arguments + " 2>&1";
+  CommandResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  while (std::size_t got = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    run.output.append(buffer.data(), got);
+  }
+  int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(Cli, VersionAndHelp) {
+  CommandResult version = Tabforge("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_NE(version.output.find("tabforge 0."), std::string::npos) << version.output;
+  CommandResult help = Tabforge("inspect --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("--label"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--na-values"), std::string::npos) << help.output;
+  EXPECT_NE(Tabforge("").status, 0);  // a subcommand is required
+}
+
+TEST(Cli, InspectAdultWithLabel) {
+  TFG_REQUIRE_DATASETS();
+  CommandResult run = Tabforge("inspect " + tabforge::testing::DatasetPath("adult_train.csv.gz") +
+                     " --label class");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("32,561 rows x 15 columns"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("label 'class': binary"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("positive class: >50K"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("workclass"), std::string::npos);
+}
+
+TEST(Cli, InspectJson) {
+  TFG_REQUIRE_DATASETS();
+  CommandResult run = Tabforge("inspect " + tabforge::testing::DatasetPath("california_housing.csv.gz") +
+                     " --label median_house_value --json");
+  ASSERT_EQ(run.status, 0) << run.output;
+  nlohmann::json report = nlohmann::json::parse(run.output);
+  EXPECT_EQ(report["rows"], 20640);
+  EXPECT_EQ(report["columns"], 10);
+  EXPECT_EQ(report["label"]["problem_type"], "regression");
+  EXPECT_EQ(report["label"]["max"], 500001.0);
+  bool found = false;
+  for (const auto& column : report["column_info"]) {
+    if (column["name"] == "total_bedrooms") {
+      found = true;
+      EXPECT_EQ(column["missing"], 207);
+      EXPECT_EQ(column["type"], "numeric");
+    }
+    if (column["name"] == "ocean_proximity") {
+      EXPECT_EQ(column["type"], "categorical");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Cli, ErrorsAreOneClearLineWithExitStatus) {
+  CommandResult missing = Tabforge("inspect /nonexistent/data.csv");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.output.find("no such file"), std::string::npos) << missing.output;
+  std::string dir = tabforge::testing::TempDir("cli");
+  tabforge::testing::WriteFile(dir + "/ragged.csv", "a,b\n1,2\n3\n");
+  CommandResult ragged = Tabforge("inspect " + dir + "/ragged.csv");
+  EXPECT_EQ(ragged.status, 1);
+  EXPECT_NE(ragged.output.find("ragged.csv: line 3"), std::string::npos) << ragged.output;
+  tabforge::testing::WriteFile(dir + "/ok.csv", "a,b\n1,x\n2,y\n");
+  CommandResult no_label = Tabforge("inspect " + dir + "/ok.csv --label target");
+  EXPECT_EQ(no_label.status, 1);
+  EXPECT_NE(no_label.output.find("the columns are: 'a', 'b'"), std::string::npos)
+      << no_label.output;
+  CommandResult bad_delimiter = Tabforge("inspect " + dir + "/ok.csv --delimiter ab");
+  EXPECT_EQ(bad_delimiter.status, 1);
+  EXPECT_NE(bad_delimiter.output.find("--delimiter"), std::string::npos);
+}
+
+TEST(Cli, NaValuesOption) {
+  std::string dir = tabforge::testing::TempDir("cli_na");
+  tabforge::testing::WriteFile(dir + "/na.csv", "a,b\n-1,NA\n2,x\n");
+  CommandResult run = Tabforge("inspect " + dir + "/na.csv --json --na-values=-1");
+  ASSERT_EQ(run.status, 0) << run.output;
+  nlohmann::json report = nlohmann::json::parse(run.output);
+  EXPECT_EQ(report["column_info"][0]["missing"], 1);
+  EXPECT_EQ(report["column_info"][1]["missing"], 0);
+}
+
+}  // namespace
