@@ -52,8 +52,10 @@ class NaMatcher {
       double number;
       const char* end = trimmed.data() + trimmed.size();
       auto parsed = fast_float::from_chars(trimmed.data(), end, number);
-      numeric_tokens_ = numeric_tokens_ || (parsed.ec == std::errc() && parsed.ptr == end) ||
-                        (!trimmed.empty() && trimmed[0] == '+');
+      // Tokens that read as NaN ("nan", "-NaN") give a missing value either way.
+      const bool reads_as_number =
+          parsed.ec == std::errc() && parsed.ptr == end && !std::isnan(number);
+      numeric_tokens_ = numeric_tokens_ || reads_as_number || trimmed.starts_with('+');
     }
   }
   // Whether some token reads as a number (e.g. "-999"), so numbers must be checked first.
@@ -168,6 +170,27 @@ ChunkResult ParseChunk(const char* begin, const char* end, std::int64_t first_ro
     const char* record = pos;
     const std::int64_t out_row = first_row + row;
     for (int column = 0; column < num_columns; ++column) {
+      const ColumnPlan& plan = plans[column];
+      if (plan.kind == Kind::kNumeric && !setup.na->HasNumericTokens()) {
+        // Fast path for a plain number: parse it in place and look only at the byte after it.
+        double number;
+        fast_float::from_chars_result parsed = fast_float::from_chars(pos, end, number);
+        const char* after = parsed.ptr;
+        if (parsed.ec == std::errc() && after > pos) {
+          const bool last = column + 1 == num_columns;
+          if (!last && after < end && *after == setup.delimiter) {
+            (*setup.sinks)[column].numeric[out_row] = number;
+            pos = after + 1;
+            continue;
+          }
+          if (last && (after == end || *after == '\n' ||
+                       (*after == '\r' && after + 1 < end && after[1] == '\n'))) {
+            (*setup.sinks)[column].numeric[out_row] = number;
+            pos = after == end ? end : after + (*after == '\r' ? 2 : 1);
+            continue;
+          }
+        }
+      }
       Field field;
       FieldEnd how;
       const char* next = csv::ReadField(pos, end, setup.delimiter, field, how);
@@ -183,7 +206,6 @@ ChunkResult ParseChunk(const char* begin, const char* end, std::int64_t first_ro
         return fail(ParseStatus::kTooManyFields, record, column);
       }
       pos = next;
-      const ColumnPlan& plan = plans[column];
       if (plan.kind == Kind::kSkip) continue;
       const ColumnSink& sink = (*setup.sinks)[column];
       std::string_view value = field.quoted ? csv::Unescape(field, scratch) : field.view();

@@ -7,6 +7,12 @@
 // f1, precision, recall, f1/precision/recall _macro/_micro/_weighted, mcc,
 // root_mean_squared_error, mean_squared_error, mean_absolute_error, median_absolute_error, r2,
 // pearsonr, spearmanr, mean_absolute_percentage_error, pinball_loss.
+//
+// Conventions shared with scikit-learn: precision/recall/F1 of an empty class are 0 (its
+// zero_division default); *_macro averages run over the classes seen in y_true or in the
+// predictions; roc_auc_ovr on a binary problem is roc_auc; log_loss clips probabilities to
+// [1e-15, 1 - 1e-15] and renormalises each row (sklearn 1.2 with eps=1e-15); r2 of a constant
+// target is 1 when predicted exactly, else 0 (force_finite).
 #pragma once
 
 #include <span>
