@@ -3,6 +3,7 @@
 //   csv_bench read FILE [--threads N] [--repeat R]          read it R times, print one JSON line
 // The JSON line holds the median seconds, MB/s over the CSV text (after gunzip), the peak
 // resident set size of this process and the numeric payload (rows x columns x 8 bytes).
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/timer.h"

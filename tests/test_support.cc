@@ -26,8 +26,8 @@ std::string DatasetPath(const std::string& file_name) {
 
 std::string TempDir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() /
-                 ("tabforge_test_" + std::to_string(::getpid()) + "_" + name);
+  fs::path dir =
+      fs::temp_directory_path() / ("tabforge_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

@@ -21,9 +21,9 @@ void WriteFile(const std::string& path, const std::string& contents);
 }  // namespace tabforge::testing
 
 // Skips the current test with a clear message when the public datasets are not present.
-#define TFG_REQUIRE_DATASETS()                                                        \
-  do {                                                                                \
-    if (::tabforge::testing::DatasetsDir().empty())                                   \
+#define TFG_REQUIRE_DATASETS()                                                         \
+  do {                                                                                 \
+    if (::tabforge::testing::DatasetsDir().empty())                                    \
       GTEST_SKIP() << "public datasets not found (expected ../shared/datasets beside " \
-                      "the repository, or set TABFORGE_DATASETS_DIR)";                \
+                      "the repository, or set TABFORGE_DATASETS_DIR)";                 \
   } while (false)

@@ -1,11 +1,10 @@
 // `tabforge inspect`: reads a table and reports what tabforge infers about it.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -43,9 +42,10 @@ char ParseDelimiterOption(const std::string& text) {
   if (text.empty() || text == "auto") return 0;
   if (text == "\\t" || text == "tab") return '\t';
   if (text.size() == 1 && text != "\"" && text != "\n") return text[0];
-  throw InvalidInput(fmt::format("--delimiter '{}' is not valid: give one character (e.g. ',' "
-                                 "';' '|'), 'tab' or 'auto'.",
-                                 text));
+  throw InvalidInput(
+      fmt::format("--delimiter '{}' is not valid: give one character (e.g. ',' "
+                  "';' '|'), 'tab' or 'auto'.",
+                  text));
 }
 
 void RunInspect(const InspectOptions& options) {
@@ -101,8 +101,8 @@ void RunInspect(const InspectOptions& options) {
       } else {
         nlohmann::ordered_json classes = nlohmann::ordered_json::array();
         for (std::size_t index = 0; index < label->classes.size(); ++index) {
-          classes.push_back({{"class", label->classes[index]},
-                             {"count", label->class_counts[index]}});
+          classes.push_back(
+              {{"class", label->classes[index]}, {"count", label->class_counts[index]}});
         }
         info["classes"] = classes;
         if (!label->positive_class.empty()) info["positive_class"] = label->positive_class;
@@ -114,11 +114,11 @@ void RunInspect(const InspectOptions& options) {
   }
 
   fmt::print("{}: {} rows x {} columns; {:.2f} MB read in {:.3f} s ({:.0f} MB/s, {} thread{})\n",
-             options.source, Thousands(table.num_rows()), table.num_columns(), megabytes,
-             seconds, seconds > 0 ? megabytes / seconds : 0.0, stats.threads,
-             stats.threads == 1 ? "" : "s");
+             options.source, Thousands(table.num_rows()), table.num_columns(), megabytes, seconds,
+             seconds > 0 ? megabytes / seconds : 0.0, stats.threads, stats.threads == 1 ? "" : "s");
   std::size_t name_width = 6;
-  for (const std::string& name : table.ColumnNames()) name_width = std::max(name_width, name.size());
+  for (const std::string& name : table.ColumnNames())
+    name_width = std::max(name_width, name.size());
   fmt::print("\n  {:>3}  {:<{}}  {:<11}  {:>8}  {:>9}  {}\n", "#", "column", name_width, "type",
              "missing", "distinct", "notes");
   for (int index = 0; index < table.num_columns(); ++index) {
@@ -129,8 +129,8 @@ void RunInspect(const InspectOptions& options) {
     if (label && column.name() == label->label) notes = notes.empty() ? "label" : "label; " + notes;
     if (column_info.distinct == 1) notes = notes.empty() ? "constant" : notes + "; constant";
     fmt::print("  {:>3}  {:<{}}  {:<11}  {:>7.1f}%  {:>9}  {}\n", index + 1, column.name(),
-               name_width, data::ColumnTypeName(column.type()),
-               100 * column_info.MissingFraction(), Thousands(column_info.distinct), notes);
+               name_width, data::ColumnTypeName(column.type()), 100 * column_info.MissingFraction(),
+               Thousands(column_info.distinct), notes);
   }
   if (!label) return;
   fmt::print("\nlabel '{}': {} ({}{})\n", label->label, ProblemTypeName(label->problem_type),
@@ -140,8 +140,8 @@ void RunInspect(const InspectOptions& options) {
                Thousands(label->missing));
   }
   if (label->problem_type == ProblemType::kRegression) {
-    fmt::print("  range {} to {}, mean {:.6g}, standard deviation {:.6g}\n", label->min,
-               label->max, label->mean, label->stddev);
+    fmt::print("  range {} to {}, mean {:.6g}, standard deviation {:.6g}\n", label->min, label->max,
+               label->mean, label->stddev);
     return;
   }
   const std::int64_t present = label->rows - label->missing;

@@ -1,10 +1,9 @@
 // The tabforge command: parses the command line, runs one subcommand, and turns errors into
 // a one-line message and an exit status (1: the user's input, 2: environment, 3: a bug).
-#include <CLI/CLI.hpp>
-
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -14,11 +13,11 @@
 namespace {
 
 std::string VersionText() {
-  std::string cuda = tabforge::device::BuiltWithCuda()
-                         ? fmt::format("CUDA {} (architectures {})",
-                                       tabforge::device::CompiledRuntimeVersion(),
-                                       tabforge::device::CompiledArchitectures())
-                         : std::string("CPU only (built without CUDA)");
+  std::string cuda =
+      tabforge::device::BuiltWithCuda()
+          ? fmt::format("CUDA {} (architectures {})", tabforge::device::CompiledRuntimeVersion(),
+                        tabforge::device::CompiledArchitectures())
+          : std::string("CPU only (built without CUDA)");
   return fmt::format("tabforge {} — {}", TABFORGE_VERSION_STRING, cuda);
 }
 

@@ -55,12 +55,12 @@ namespace detail {
 
 // Always-on invariant check; throws InternalError with the source location. The format
 // arguments are evaluated only when the check fails.
-#define TFG_CHECK(cond, ...)                                                            \
-  do {                                                                                  \
-    if (!(cond)) [[unlikely]] {                                                         \
-      ::tabforge::detail::ThrowCheckFailure(__FILE__, __LINE__, #cond,                  \
-                                            ::fmt::format("" __VA_ARGS__));             \
-    }                                                                                   \
+#define TFG_CHECK(cond, ...)                                                \
+  do {                                                                      \
+    if (!(cond)) [[unlikely]] {                                             \
+      ::tabforge::detail::ThrowCheckFailure(__FILE__, __LINE__, #cond,      \
+                                            ::fmt::format("" __VA_ARGS__)); \
+    }                                                                       \
   } while (false)
 
 // Debug-only check for hot loops.

@@ -1,9 +1,9 @@
 #include "core/strings.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace tabforge {
 

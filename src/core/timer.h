@@ -11,9 +11,7 @@ class Stopwatch {
   Stopwatch() : start_(Clock::now()) {}
   void Reset() { start_ = Clock::now(); }
   // Seconds since start.
-  double Seconds() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -1,9 +1,9 @@
 #include "data/column.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "data/datetime.h"

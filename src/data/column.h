@@ -15,9 +15,9 @@ namespace tabforge::data {
 enum class ColumnType : std::uint8_t {
   kNumeric,      // float64; missing is NaN
   kCategorical,  // dictionary codes; missing is kMissingCode
-  kText,         // free text (long, mostly unique, many words); dictionary-encoded like kCategorical
-  kDatetime,     // int64 seconds since 1970-01-01T00:00:00Z; missing is kMissingDatetime
-  kBoolean,      // int8 0/1; missing is kMissingBool
+  kText,      // free text (long, mostly unique, many words); dictionary-encoded like kCategorical
+  kDatetime,  // int64 seconds since 1970-01-01T00:00:00Z; missing is kMissingDatetime
+  kBoolean,   // int8 0/1; missing is kMissingBool
 };
 
 // Lower-case name of a type: "numeric", "categorical", "text", "datetime", "boolean".
@@ -48,9 +48,9 @@ class StringDictionary {
  private:
   void Grow();
 
-  std::string bytes_;                          // all strings, concatenated
-  std::vector<std::uint64_t> offsets_{0};      // size()+1 offsets into bytes_
-  std::vector<std::int32_t> slots_;            // open-addressing index: id or -1
+  std::string bytes_;                      // all strings, concatenated
+  std::vector<std::uint64_t> offsets_{0};  // size()+1 offsets into bytes_
+  std::vector<std::int32_t> slots_;        // open-addressing index: id or -1
 };
 
 // One column: a name, a type and the storage for that type. Only the vector matching type()

@@ -36,8 +36,7 @@ ColumnType ClassifyStringColumn(const Column& column) {
   if (present_distinct == 0) return ColumnType::kCategorical;
   const double unique_ratio = double(distinct) / double(sampled);
   const double average_words = double(words) / double(present_distinct);
-  return unique_ratio > 0.01 && average_words >= 3.0 ? ColumnType::kText
-                                                     : ColumnType::kCategorical;
+  return unique_ratio > 0.01 && average_words >= 3.0 ? ColumnType::kText : ColumnType::kCategorical;
 }
 
 ColumnStats ComputeColumnStats(const Column& column) {
@@ -56,8 +55,8 @@ ColumnStats ComputeColumnStats(const Column& column) {
       }
       std::sort(values.begin(), values.end());
       stats.distinct = std::unique(values.begin(), values.end()) - values.begin();
-      stats.is_id = integral && stats.missing == 0 && stats.distinct == stats.rows &&
-                    stats.rows > 1;
+      stats.is_id =
+          integral && stats.missing == 0 && stats.distinct == stats.rows && stats.rows > 1;
       break;
     }
     case ColumnType::kCategorical:

@@ -111,7 +111,7 @@ bool ParseBool(std::string_view trimmed, std::int8_t& value) {
 
 enum class ParseStatus : std::uint8_t {
   kOk,
-  kOverflow,       // more records than the chunk's bound: the chunking was wrong
+  kOverflow,  // more records than the chunk's bound: the chunking was wrong
   kTooFewFields,
   kTooManyFields,
   kUnclosedQuote,
@@ -245,9 +245,8 @@ ChunkResult ParseChunk(const char* begin, const char* end, std::int64_t first_ro
           break;
         }
         case Kind::kString:
-          sink.codes[out_row] = setup.na->IsNa(trimmed)
-                                    ? kMissingCode
-                                    : result.dictionaries[column].Insert(value);
+          sink.codes[out_row] =
+              setup.na->IsNa(trimmed) ? kMissingCode : result.dictionaries[column].Insert(value);
           break;
         case Kind::kSkip:
           break;
@@ -353,7 +352,9 @@ std::vector<ColumnPlan> InferColumnKinds(const std::vector<std::vector<std::stri
 class CsvParser {
  public:
   CsvParser(std::string_view text, const std::string& name, const CsvOptions& options)
-      : text_(text), name_(name), options_(options),
+      : text_(text),
+        name_(name),
+        options_(options),
         na_(options.na_values ? *options.na_values : DefaultNaValues()) {}
 
   Table Parse(CsvReadStats* stats);
@@ -364,9 +365,8 @@ class CsvParser {
   // Parses the chunks into `columns` with `plans`; false when the chunking was wrong.
   bool ParseChunks(const std::vector<csv::Chunk>& chunks, const std::vector<ColumnPlan>& plans,
                    std::vector<Column>& columns, std::vector<ChunkResult>& results);
-  void MergeAndCompact(const std::vector<csv::Chunk>& chunks,
-                       const std::vector<ColumnPlan>& plans, std::vector<Column>& columns,
-                       std::vector<ChunkResult>& results);
+  void MergeAndCompact(const std::vector<csv::Chunk>& chunks, const std::vector<ColumnPlan>& plans,
+                       std::vector<Column>& columns, std::vector<ChunkResult>& results);
   [[noreturn]] void ThrowParseError(const ChunkResult& result) const;
   void CheckUtf8(const std::vector<Column>& columns) const;
   std::string Where(const char* at, int column) const;
@@ -586,8 +586,7 @@ bool CsvParser::ParseChunks(const std::vector<csv::Chunk>& chunks,
 // appearance in the file, so the result does not depend on the chunking), then closes the gaps
 // left where chunks held fewer records than their bound (blank lines).
 void CsvParser::MergeAndCompact(const std::vector<csv::Chunk>& chunks,
-                                const std::vector<ColumnPlan>& plans,
-                                std::vector<Column>& columns,
+                                const std::vector<ColumnPlan>& plans, std::vector<Column>& columns,
                                 std::vector<ChunkResult>& results) {
   const int count = static_cast<int>(chunks.size());
   std::vector<std::int64_t> first_rows;
@@ -629,11 +628,20 @@ void CsvParser::MergeAndCompact(const std::vector<csv::Chunk>& chunks,
                     values.begin() + first_rows[chunk] + produced, values.begin() + rows);
         };
         switch (plans[index].kind) {
-          case Kind::kNumeric: move_down(column.numeric()); break;
-          case Kind::kBoolean: move_down(column.booleans()); break;
-          case Kind::kDatetime: move_down(column.datetimes()); break;
-          case Kind::kString: move_down(column.codes()); break;
-          case Kind::kSkip: break;
+          case Kind::kNumeric:
+            move_down(column.numeric());
+            break;
+          case Kind::kBoolean:
+            move_down(column.booleans());
+            break;
+          case Kind::kDatetime:
+            move_down(column.datetimes());
+            break;
+          case Kind::kString:
+            move_down(column.codes());
+            break;
+          case Kind::kSkip:
+            break;
         }
       }
     }
@@ -644,11 +652,20 @@ void CsvParser::MergeAndCompact(const std::vector<csv::Chunk>& chunks,
       Column& column = columns[index];
       auto size = static_cast<std::size_t>(rows);
       switch (plans[index].kind) {
-        case Kind::kNumeric: column.numeric().resize(size); break;
-        case Kind::kBoolean: column.booleans().resize(size); break;
-        case Kind::kDatetime: column.datetimes().resize(size); break;
-        case Kind::kString: column.codes().resize(size); break;
-        case Kind::kSkip: break;
+        case Kind::kNumeric:
+          column.numeric().resize(size);
+          break;
+        case Kind::kBoolean:
+          column.booleans().resize(size);
+          break;
+        case Kind::kDatetime:
+          column.datetimes().resize(size);
+          break;
+        case Kind::kString:
+          column.codes().resize(size);
+          break;
+        case Kind::kSkip:
+          break;
       }
     }
   }
@@ -679,17 +696,19 @@ Table CsvParser::Parse(CsvReadStats* stats) {
   Stopwatch watch;
   if (text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
   if (text_.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw InvalidInput(fmt::format("{}: the file is empty; expected a header row followed by "
-                                   "data rows.",
-                                   name_));
+    throw InvalidInput(
+        fmt::format("{}: the file is empty; expected a header row followed by "
+                    "data rows.",
+                    name_));
   }
   delimiter_ = options_.delimiter != 0 ? options_.delimiter : SniffDelimiter(text_);
   ReadHeader();
   const char* end = text_.data() + text_.size();
   if (std::string_view(body_, end - body_).find_first_not_of("\r\n") == std::string_view::npos) {
-    throw InvalidInput(fmt::format("{}: the file has a header row but no data rows; a table "
-                                   "needs at least one row.",
-                                   name_));
+    throw InvalidInput(
+        fmt::format("{}: the file has a header row but no data rows; a table "
+                    "needs at least one row.",
+                    name_));
   }
   std::vector<ColumnPlan> plans = InferColumnKinds(ReadSample(), na_);
 
@@ -764,9 +783,9 @@ Table CsvParser::Parse(CsvReadStats* stats) {
 
 const std::vector<std::string>& DefaultNaValues() {
   static const std::vector<std::string> kTokens = {
-      "",     "#N/A", "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-      "1.#QNAN", "<NA>", "N/A",  "NA",   "NULL",    "NaN",      "None", "n/a",  "nan",
-      "null", "?"};
+      "",     "#N/A",   "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN",
+      "-nan", "1.#IND", "1.#QNAN",  "<NA>", "N/A",     "NA",       "NULL",
+      "NaN",  "None",   "n/a",      "nan",  "null",    "?"};
   return kTokens;
 }
 

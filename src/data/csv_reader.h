@@ -36,11 +36,11 @@ struct CsvOptions {
 
 // Timings and sizes of one read, for `inspect` and the benchmark.
 struct CsvReadStats {
-  std::size_t input_bytes = 0;  // bytes of CSV text (after decompression)
-  double load_seconds = 0;      // reading the file or URL, and gunzip
-  double parse_seconds = 0;     // everything after the bytes are in memory
-  int threads = 1;              // threads used for parsing
-  int chunks = 1;               // chunks parsed in parallel
+  std::size_t input_bytes = 0;       // bytes of CSV text (after decompression)
+  double load_seconds = 0;           // reading the file or URL, and gunzip
+  double parse_seconds = 0;          // everything after the bytes are in memory
+  int threads = 1;                   // threads used for parsing
+  int chunks = 1;                    // chunks parsed in parallel
   bool sequential_fallback = false;  // chunking was not trusted (stray quotes) and the text
                                      // was parsed again on one thread
   char delimiter = ',';

@@ -12,10 +12,10 @@ namespace tabforge::data::csv {
 
 // How a field ended.
 enum class FieldEnd : std::uint8_t {
-  kDelimiter,        // more fields follow in this record
-  kRecordEnd,        // '\n', "\r\n" or the end of the text
-  kUnclosedQuote,    // a quoted field runs to the end of the text
-  kJunkAfterQuote,   // a closing quote is followed by something other than a delimiter/newline
+  kDelimiter,       // more fields follow in this record
+  kRecordEnd,       // '\n', "\r\n" or the end of the text
+  kUnclosedQuote,   // a quoted field runs to the end of the text
+  kJunkAfterQuote,  // a closing quote is followed by something other than a delimiter/newline
 };
 
 // One field, pointing into the text. For a quoted field, [begin, end) is the inside of the

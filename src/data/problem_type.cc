@@ -98,9 +98,10 @@ LabelSummary AnalyzeLabel(const Table& table, std::string_view label,
   }
   const Column& column = table.column(index);
   if (column.type() == ColumnType::kDatetime) {
-    throw InvalidInput(fmt::format("the label column '{}' holds dates; tabforge predicts "
-                                   "numbers or classes. Choose another label column.",
-                                   label));
+    throw InvalidInput(
+        fmt::format("the label column '{}' holds dates; tabforge predicts "
+                    "numbers or classes. Choose another label column.",
+                    label));
   }
   LabelSummary summary;
   summary.label = std::string(label);
@@ -140,10 +141,11 @@ LabelSummary AnalyzeLabel(const Table& table, std::string_view label,
     summary.problem_type = ProblemType::kRegression;
     summary.reason = !classes.integral
                          ? std::string("the label is numeric with fractional values")
-                         : fmt::format("the label is numeric with {} distinct values ({:.2f}% "
-                                       "of the rows, more than {:.0f}%{})",
-                                       distinct, 100 * unique_ratio, 100 * threshold,
-                                       distinct > kMulticlassUpperLimit ? ", or over 1000" : "");
+                         : fmt::format(
+                               "the label is numeric with {} distinct values ({:.2f}% "
+                               "of the rows, more than {:.0f}%{})",
+                               distinct, 100 * unique_ratio, 100 * threshold,
+                               distinct > kMulticlassUpperLimit ? ", or over 1000" : "");
   }
 
   if (summary.problem_type == ProblemType::kRegression) {
@@ -164,15 +166,15 @@ LabelSummary AnalyzeLabel(const Table& table, std::string_view label,
       summary.max = std::max(summary.max, value);
     }
     summary.mean = sum / double(present);
-    summary.stddev = std::sqrt(std::max(0.0, sum_squares / double(present) -
-                                                 summary.mean * summary.mean));
+    summary.stddev =
+        std::sqrt(std::max(0.0, sum_squares / double(present) - summary.mean * summary.mean));
     return summary;
   }
   if (summary.problem_type == ProblemType::kBinary && distinct != 2) {
-    throw InvalidInput(fmt::format(
-        "problem type binary needs exactly two classes, but the label '{}' has {}. Use "
-        "--problem-type multiclass.",
-        label, distinct));
+    throw InvalidInput(
+        fmt::format("problem type binary needs exactly two classes, but the label '{}' has {}. Use "
+                    "--problem-type multiclass.",
+                    label, distinct));
   }
   summary.classes = std::move(classes.names);
   summary.class_counts = std::move(classes.counts);

@@ -18,12 +18,12 @@ namespace tabforge::data {
 ProblemType ParseProblemType(std::string_view name);
 
 struct LabelSummary {
-  std::string label;           // the label column's name
+  std::string label;  // the label column's name
   ProblemType problem_type = ProblemType::kRegression;
-  bool inferred = true;        // false when the caller fixed the problem type
-  std::string reason;          // why this problem type, in one sentence
-  std::int64_t rows = 0;       // rows in the table
-  std::int64_t missing = 0;    // rows whose label is missing (they cannot be used to train)
+  bool inferred = true;      // false when the caller fixed the problem type
+  std::string reason;        // why this problem type, in one sentence
+  std::int64_t rows = 0;     // rows in the table
+  std::int64_t missing = 0;  // rows whose label is missing (they cannot be used to train)
 
   // Classification: the classes in AutoGluon's order (sorted: numerically for numbers, by
   // bytes for strings, False before True), with their counts; the positive class of a binary

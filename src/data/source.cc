@@ -1,6 +1,7 @@
 #include "data/source.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -10,8 +11,6 @@
 #include <limits>
 #include <system_error>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -26,9 +25,10 @@ bool HasGzipMagic(std::string_view bytes) {
 ByteBuffer ReadLocalFile(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
-    throw IoError(fmt::format("cannot read '{}': no such file. Check the path (relative paths "
-                              "are taken from the current folder, {}).",
-                              path, std::filesystem::current_path().string()));
+    throw IoError(
+        fmt::format("cannot read '{}': no such file. Check the path (relative paths "
+                    "are taken from the current folder, {}).",
+                    path, std::filesystem::current_path().string()));
   }
   if (std::filesystem::is_directory(path, error)) {
     throw IoError(fmt::format("cannot read '{}': it is a folder, not a file.", path));
@@ -142,8 +142,8 @@ ByteBuffer Gunzip(std::string_view compressed, const std::string& name) {
       std::memcpy(bigger.data(), out.data(), produced);
       out = std::move(bigger);
     }
-    std::size_t in_chunk = std::min<std::size_t>(compressed.size() - consumed,
-                                                 std::numeric_limits<uInt>::max());
+    std::size_t in_chunk =
+        std::min<std::size_t>(compressed.size() - consumed, std::numeric_limits<uInt>::max());
     std::size_t out_chunk =
         std::min<std::size_t>(out.size() - produced, std::numeric_limits<uInt>::max());
     stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data() + consumed));
@@ -165,15 +165,17 @@ ByteBuffer Gunzip(std::string_view compressed, const std::string& name) {
     if (status != Z_OK) {
       std::string reason = stream.msg ? stream.msg : "unexpected end of data";
       inflateEnd(&stream);
-      throw IoError(fmt::format("'{}' is not a valid gzip file ({} after {} input bytes); the "
-                                "file may be truncated or corrupted: download it again.",
-                                name, reason, consumed));
+      throw IoError(
+          fmt::format("'{}' is not a valid gzip file ({} after {} input bytes); the "
+                      "file may be truncated or corrupted: download it again.",
+                      name, reason, consumed));
     }
     if (consumed == compressed.size() && stream.avail_out != 0) {
       inflateEnd(&stream);
-      throw IoError(fmt::format("'{}' is a truncated gzip file (it ends after {} bytes, "
-                                "before the end of the compressed stream); download it again.",
-                                name, compressed.size()));
+      throw IoError(
+          fmt::format("'{}' is a truncated gzip file (it ends after {} bytes, "
+                      "before the end of the compressed stream); download it again.",
+                      name, compressed.size()));
     }
   }
   inflateEnd(&stream);

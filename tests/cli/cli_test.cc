@@ -1,11 +1,11 @@
 // End-to-end tests of the tabforge program: run it as a user would and check what it prints
 // and its exit status.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 
@@ -44,7 +44,7 @@ TEST(Cli, VersionAndHelp) {
 TEST(Cli, InspectAdultWithLabel) {
   TFG_REQUIRE_DATASETS();
   CommandResult run = Tabforge("inspect " + tabforge::testing::DatasetPath("adult_train.csv.gz") +
-                     " --label class");
+                               " --label class");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("32,561 rows x 15 columns"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("label 'class': binary"), std::string::npos) << run.output;
@@ -54,8 +54,9 @@ TEST(Cli, InspectAdultWithLabel) {
 
 TEST(Cli, InspectJson) {
   TFG_REQUIRE_DATASETS();
-  CommandResult run = Tabforge("inspect " + tabforge::testing::DatasetPath("california_housing.csv.gz") +
-                     " --label median_house_value --json");
+  CommandResult run =
+      Tabforge("inspect " + tabforge::testing::DatasetPath("california_housing.csv.gz") +
+               " --label median_house_value --json");
   ASSERT_EQ(run.status, 0) << run.output;
   nlohmann::json report = nlohmann::json::parse(run.output);
   EXPECT_EQ(report["rows"], 20640);

@@ -21,11 +21,11 @@ TEST(Strings, FindInvalidUtf8) {
   EXPECT_EQ(FindInvalidUtf8("plain ascii text, long enough for the fast path"),
             std::string_view::npos);
   EXPECT_EQ(FindInvalidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string_view::npos);
-  EXPECT_EQ(FindInvalidUtf8("caf\xE9!"), 3u);            // Latin-1 e-acute
-  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);          // overlong '/'
-  EXPECT_EQ(FindInvalidUtf8("\xED\xA0\x80"), 0u);        // UTF-16 surrogate
-  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);    // above U+10FFFF
-  EXPECT_EQ(FindInvalidUtf8("12345678\xE2\x82"), 8u);    // truncated sequence at the end
+  EXPECT_EQ(FindInvalidUtf8("caf\xE9!"), 3u);          // Latin-1 e-acute
+  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);        // overlong '/'
+  EXPECT_EQ(FindInvalidUtf8("\xED\xA0\x80"), 0u);      // UTF-16 surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("12345678\xE2\x82"), 8u);  // truncated sequence at the end
 }
 
 TEST(Strings, CountWordsAndJoin) {

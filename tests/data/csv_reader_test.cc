@@ -107,7 +107,9 @@ TEST(CsvReader, Rfc4180Quoting) {
 }
 
 TEST(CsvReader, CrlfBomBlankLinesAndNoFinalNewline) {
-  Table table = Parse("\xEF\xBB\xBF" "a,b\r\n1,x\r\n\r\n2,\"y\"\r\n3,z");
+  Table table = Parse(
+      "\xEF\xBB\xBF"
+      "a,b\r\n1,x\r\n\r\n2,\"y\"\r\n3,z");
   ASSERT_EQ(table.num_rows(), 3);
   EXPECT_EQ(table.column(0).name(), "a");
   EXPECT_EQ(table.column(1).name(), "b");
@@ -168,10 +170,16 @@ std::string GenerateMixedCsv(int rows) {
   for (int row = 0; row < rows; ++row) {
     text += fmt::format("{}.{},c{},", random() % 100000, row % 10, random() % 50);
     switch (row % 4) {
-      case 0: text += fmt::format("\"line one\nline two, {}\"", row); break;
-      case 1: text += fmt::format("\"say \"\"{}\"\"\"", row); break;
-      case 2: break;
-      default: text += fmt::format("w{}", row);
+      case 0:
+        text += fmt::format("\"line one\nline two, {}\"", row);
+        break;
+      case 1:
+        text += fmt::format("\"say \"\"{}\"\"\"", row);
+        break;
+      case 2:
+        break;
+      default:
+        text += fmt::format("w{}", row);
     }
     text += row % 7 == 0 ? ",True\n" : ",False\n";
     if (row % 1000 == 0) text += "\n";
@@ -247,8 +255,7 @@ TEST(CsvReader, EmptyHeaderOnlyAndDuplicateNames) {
   EXPECT_NE(ParseError("\n\r\n").find("the file is empty"), std::string::npos);
   EXPECT_NE(ParseError("a,b,c\n").find("header row but no data rows"), std::string::npos);
   std::string duplicate = ParseError("a,b,a\n1,2,3\n");
-  EXPECT_NE(duplicate.find("'a' appears twice (columns 1 and 3)"), std::string::npos)
-      << duplicate;
+  EXPECT_NE(duplicate.find("'a' appears twice (columns 1 and 3)"), std::string::npos) << duplicate;
 }
 
 TEST(CsvReader, InvalidUtf8NamesLineAndColumn) {
@@ -307,8 +314,9 @@ class OneShotHttpServer {
       if (connection < 0) return;
       char request[4096];
       [[maybe_unused]] ssize_t got = ::recv(connection, request, sizeof(request), 0);
-      std::string response = "HTTP/1.1 " + status + "\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      std::string response = "HTTP/1.1 " + status +
+                             "\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\nConnection: close\r\n\r\n" + body;
       [[maybe_unused]] ssize_t sent = ::send(connection, response.data(), response.size(), 0);
       ::close(connection);
     });

@@ -57,10 +57,10 @@ TEST(Datetime, CivilRoundTripAndWeekday) {
   EXPECT_EQ(civil.hour, 1);
   EXPECT_EQ(civil.minute, 1);
   EXPECT_EQ(civil.second, 1);
-  EXPECT_EQ(civil.weekday, 3);  // 2024-02-29 was a Thursday
-  EXPECT_EQ(ToCivil(0).weekday, 3);                      // 1970-01-01: Thursday
-  EXPECT_EQ(ToCivil(-86400).day, 31);                    // 1969-12-31
-  EXPECT_EQ(ToCivil(-86400).weekday, 2);                 // Wednesday
+  EXPECT_EQ(civil.weekday, 3);            // 2024-02-29 was a Thursday
+  EXPECT_EQ(ToCivil(0).weekday, 3);       // 1970-01-01: Thursday
+  EXPECT_EQ(ToCivil(-86400).day, 31);     // 1969-12-31
+  EXPECT_EQ(ToCivil(-86400).weekday, 2);  // Wednesday
   EXPECT_EQ(FormatDatetime(1709164800), "2024-02-29");
   EXPECT_EQ(FormatDatetime(1293889530), "2011-01-01 13:45:30");
   EXPECT_EQ(DaysFromCivil(1970, 1, 1), 0);
