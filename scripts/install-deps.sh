@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(python3 python3-pandas)
+  packages+=(python3 python3-pandas python3-sklearn)
 fi
 
 missing=()

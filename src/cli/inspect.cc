@@ -8,10 +8,12 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "data/column_stats.h"
 #include "data/csv_reader.h"
 #include "data/problem_type.h"
+#include "features/pipeline.h"
 
 namespace tabforge::cli {
 namespace {
@@ -25,6 +27,7 @@ struct InspectOptions {
   bool na_values_set = false;
   bool no_header = false;
   bool json = false;
+  bool features = false;
   int threads = 0;
 };
 
@@ -62,6 +65,12 @@ void RunInspect(const InspectOptions& options) {
   std::vector<data::ColumnStats> column_stats = data::ComputeTableStats(table, options.threads);
   std::optional<data::LabelSummary> label;
   if (!options.label.empty()) label = data::AnalyzeLabel(table, options.label, forced);
+  std::optional<features::FeaturePipeline> pipeline;
+  if (options.features) {
+    features::PipelineOptions pipeline_options;
+    pipeline_options.num_threads = options.threads;
+    pipeline = features::FeaturePipeline::Fit(table, options.label, pipeline_options);
+  }
   const double seconds = stats.load_seconds + stats.parse_seconds;
   const double megabytes = double(stats.input_bytes) / 1e6;
 
@@ -109,6 +118,16 @@ void RunInspect(const InspectOptions& options) {
       }
       out["label"] = info;
     }
+    if (pipeline) {
+      nlohmann::ordered_json decisions = nlohmann::ordered_json::array();
+      for (const features::ColumnDecision& decision : pipeline->decisions()) {
+        decisions.push_back({{"column", decision.column},
+                             {"kept", decision.kept},
+                             {"reason", decision.reason},
+                             {"outputs", decision.outputs}});
+      }
+      out["features"] = decisions;
+    }
     std::puts(out.dump(2).c_str());
     return;
   }
@@ -131,6 +150,19 @@ void RunInspect(const InspectOptions& options) {
     fmt::print("  {:>3}  {:<{}}  {:<11}  {:>7.1f}%  {:>9}  {}\n", index + 1, column.name(),
                name_width, data::ColumnTypeName(column.type()), 100 * column_info.MissingFraction(),
                Thousands(column_info.distinct), notes);
+  }
+  if (pipeline) {
+    fmt::print("\nfeatures (what the fitted feature pipeline makes of each column):\n");
+    for (const features::ColumnDecision& decision : pipeline->decisions()) {
+      if (!decision.kept) {
+        fmt::print("  {:<{}}  dropped: {}\n", decision.column, name_width, decision.reason);
+        continue;
+      }
+      std::string outputs = decision.outputs.size() == 1 && decision.outputs[0] == decision.column
+                                ? std::string()
+                                : " -> " + Join(decision.outputs, ", ");
+      fmt::print("  {:<{}}  {}{}\n", decision.column, name_width, decision.reason, outputs);
+    }
   }
   if (!label) return;
   fmt::print("\nlabel '{}': {} ({}{})\n", label->label, ProblemTypeName(label->problem_type),
@@ -185,6 +217,9 @@ void AddInspectCommand(CLI::App& app) {
                     "The first row is data; columns are named 0, 1, ...");
   command->add_option("--threads", options->threads, "Parsing threads (default: all)")
       ->check(CLI::NonNegativeNumber);
+  command->add_flag("--features", options->features,
+                    "Also fit the feature pipeline and show what it makes of each column "
+                    "(kept or dropped and why, output features)");
   command->add_flag("--json", options->json, "Print the report as JSON");
   command->callback([options, na] {
     options->na_values_set = na->count() > 0;
