@@ -2,14 +2,13 @@
 //   features_bench FILE --label COL [--threads N] [--repeat R]
 // Prints one JSON line: rows, features produced, median fit and transform seconds, rows/s,
 // and the peak resident set size of this process (table included).
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -64,7 +63,8 @@ int main(int argc, char** argv) {
     const double transform = Median(transform_seconds);
     const double rows = double(table.num_rows());
     fmt::print(
-        "{{\"tool\":\"tabforge\",\"file\":\"{}\",\"rows\":{},\"threads\":{},\"numeric_features\":{},"
+        "{{\"tool\":\"tabforge\",\"file\":\"{}\",\"rows\":{},\"threads\":{},\"numeric_features\":{}"
+        ","
         "\"categorical_features\":{},\"ngram_features\":{},\"fit_seconds\":{:.4f},"
         "\"transform_seconds\":{:.4f},\"transform_rows_per_s\":{:.0f},"
         "\"fit_transform_rows_per_s\":{:.0f},\"peak_rss_bytes\":{}}}\n",

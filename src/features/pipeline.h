@@ -50,8 +50,8 @@ struct ColumnDecision {
   std::string column;
   data::ColumnType input_type = data::ColumnType::kNumeric;
   bool kept = false;
-  std::string reason;                 // why it was dropped, or how it is encoded
-  std::vector<std::string> outputs;   // names of the features it produces
+  std::string reason;                // why it was dropped, or how it is encoded
+  std::vector<std::string> outputs;  // names of the features it produces
 };
 
 // Fitted per-column state (defined in pipeline.cc).

@@ -47,8 +47,8 @@ bool IsAsciiPunctuation(unsigned char c) {
 }
 
 bool IsWordByte(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c >= 0x80;
 }
 
 // A UTF-8 continuation byte (10xxxxxx) does not start a code point.
@@ -102,11 +102,12 @@ void ValidateOptions(const NgramOptions& options, const std::string& context) {
   auto fail = [&](std::string_view what) {
     throw InvalidInput(fmt::format("{}: {}", context, what));
   };
-  if (options.min_df < 1) fail(fmt::format("ngram min_df must be at least 1 (got {})", options.min_df));
-  if (options.min_n < 1) fail(fmt::format("ngram min_n must be at least 1 (got {})", options.min_n));
+  if (options.min_df < 1)
+    fail(fmt::format("ngram min_df must be at least 1 (got {})", options.min_df));
+  if (options.min_n < 1)
+    fail(fmt::format("ngram min_n must be at least 1 (got {})", options.min_n));
   if (options.max_n < options.min_n) {
-    fail(fmt::format("ngram max_n ({}) must be at least min_n ({})", options.max_n,
-                     options.min_n));
+    fail(fmt::format("ngram max_n ({}) must be at least min_n ({})", options.max_n, options.min_n));
   }
   if (options.max_features < 0) {
     fail(fmt::format("ngram max_features must be 0 (no limit) or positive (got {})",
@@ -198,8 +199,8 @@ void AppendString(std::string& out, std::string_view value) {
 // Special features
 
 std::array<float, kNumSpecialFeatures> TextSpecialFeatures::Values() const {
-  return {char_count,  word_count,  capital_ratio, lower_ratio, digit_count,
-          digit_ratio, symbol_count, symbol_ratio, space_ratio};
+  return {char_count,  word_count,   capital_ratio, lower_ratio, digit_count,
+          digit_ratio, symbol_count, symbol_ratio,  space_ratio};
 }
 
 TextSpecialFeatures ComputeSpecialFeatures(std::string_view text) {
@@ -326,7 +327,8 @@ void NgramVectorizer::Fit(const Column& column, const NgramOptions& options, int
         std::size_t last = first + 1;
         while (last < grams.size() && grams[last] == grams[first]) ++last;
         auto found = stats.find(grams[first]);
-        if (found == stats.end()) found = stats.emplace(std::string(grams[first]), NgramStats{}).first;
+        if (found == stats.end())
+          found = stats.emplace(std::string(grams[first]), NgramStats{}).first;
         found->second.rows += entry_rows[code];
         found->second.total += static_cast<std::int64_t>(last - first) * entry_rows[code];
         first = last;
@@ -360,8 +362,8 @@ void NgramVectorizer::Fit(const Column& column, const NgramOptions& options, int
       if (left.first != right.first) return left.first > right.first;
       return *left.second < *right.second;
     };
-    std::nth_element(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(limit),
-                     kept.end(), more_frequent);
+    std::nth_element(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(limit), kept.end(),
+                     more_frequent);
     kept.resize(limit);
   }
   vocabulary_.reserve(kept.size());
@@ -486,7 +488,8 @@ NgramVectorizer NgramVectorizer::Load(std::string_view bytes) {
   reader.Expect("vocabulary ");
   const std::int64_t count = reader.Integer('\n');
   // Every entry takes at least 3 bytes ("0:\n"), which bounds a corrupted count.
-  if (static_cast<std::uint64_t>(count) > reader.remaining() / 3) reader.Fail("truncated vocabulary");
+  if (static_cast<std::uint64_t>(count) > reader.remaining() / 3)
+    reader.Fail("truncated vocabulary");
   if (options.max_features > 0 && count > options.max_features) {
     reader.Fail("more n-grams than max_features");
   }

@@ -208,7 +208,8 @@ TEST(FeaturePipeline, TitanicTextColumns) {
   // Titles such as "mr" and "miss" appear in far more than min_df = 30 names.
   EXPECT_GT(matrix.ngrams.num_columns, 0);
   bool has_mr = false;
-  for (const FeatureInfo& info : matrix.ngrams.info) has_mr = has_mr || info.name == "name.__ngram__.mr";
+  for (const FeatureInfo& info : matrix.ngrams.info)
+    has_mr = has_mr || info.name == "name.__ngram__.mr";
   EXPECT_TRUE(has_mr);
   EXPECT_EQ(static_cast<std::int64_t>(matrix.ngrams.row_offsets.size()), titanic.num_rows() + 1);
   EXPECT_TRUE(Decision(pipeline, "sex").kept);
@@ -237,7 +238,8 @@ TEST(FeaturePipeline, AdultKeepsEveryFeature) {
   TFG_REQUIRE_DATASETS();
   data::Table train = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
   FeaturePipeline pipeline = FeaturePipeline::Fit(train, "class");
-  FeatureMatrix matrix = pipeline.Transform(data::ReadCsv(testing::DatasetPath("adult_test.csv.gz")));
+  FeatureMatrix matrix =
+      pipeline.Transform(data::ReadCsv(testing::DatasetPath("adult_test.csv.gz")));
   EXPECT_EQ(matrix.num_rows, 16281);
   EXPECT_EQ(matrix.num_categorical(), 8);
   EXPECT_GE(matrix.num_numeric(), 6);  // fnlwgt is a weight, not an ID
