@@ -9,7 +9,6 @@ measurement runs in its own process, so peak RSS is that reader's alone; each pr
 median over --repeat reads. Prints one JSON line per measurement and a summary line with the
 ratios the foundation issue's bars are stated in.
 """
-import argparse
 import json
 import os
 import shutil
@@ -17,8 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from bench_common import ROOT, parse_args, realtime_prefix, run_json, write_lines
 
 PANDAS_READ = r"""
 import json, resource, sys, time
@@ -38,26 +36,10 @@ print(json.dumps({"tool": "pandas", "version": pandas.__version__, "file": path,
 """
 
 
-def realtime_prefix():
-    """chrt -f 1 steadies timings on a shared machine when we may use it."""
-    if shutil.which("chrt") and subprocess.run(["chrt", "-f", "1", "true"]).returncode == 0:
-        return ["chrt", "-f", "1"]
-    return []
-
-
-def run_json(command):
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--python", default="/usr/bin/python3",
-                        help="interpreter with pandas (Debian's python3-pandas)")
-    parser.add_argument("--out", help="also write every JSON line to this file")
-    args = parser.parse_args()
+    args = parse_args("interpreter with pandas (Debian's python3-pandas)")
 
     bench = os.path.join(args.build, "bench", "csv_bench")
     if not os.access(bench, os.X_OK):
@@ -107,10 +89,7 @@ def main():
             summary[key]["rss_bound_bytes"] = int(bound)
             summary[key]["rss_within_bound"] = best["peak_rss_bytes"] <= bound
     print(json.dumps(summary))
-    if args.out:
-        with open(args.out, "w") as out:
-            for line in lines + [summary]:
-                out.write(json.dumps(line) + "\n")
+    write_lines(args.out, lines + [summary])
 
 
 if __name__ == "__main__":

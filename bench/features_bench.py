@@ -10,15 +10,11 @@ ngram_range=(1, 3), max_features=10000) for text columns, the same columns tabfo
 text. Both sides start from a table already in memory; reading is not timed.
 Run with Debian's python3 (python3-pandas, python3-sklearn).
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from bench_common import ROOT, parse_args, realtime_prefix, run_json, write_lines
 
 PEER = r"""
 import json, resource, sys, time
@@ -65,24 +61,14 @@ CASES = [("adult_train.csv.gz", "class", ""),
          ("titanic.csv.gz", "survived", "name")]
 
 
-def run_json(command):
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--python", default="/usr/bin/python3")
-    parser.add_argument("--out")
-    args = parser.parse_args()
+    args = parse_args("interpreter with pandas and scikit-learn (Debian's)")
     bench = os.path.join(args.build, "bench", "features_bench")
     if not os.access(bench, os.X_OK):
         sys.exit(f"features_bench not found at {bench}; build first (make build)")
     datasets = os.path.join(ROOT, "..", "shared", "datasets")
-    prefix = ["chrt", "-f", "1"] if shutil.which("chrt") and subprocess.run(
-        ["chrt", "-f", "1", "true"]).returncode == 0 else []
+    prefix = realtime_prefix()
     threads_all = os.cpu_count() or 1
     lines, summary = [], {"summary": True, "cpu_count": threads_all}
     for file_name, label, text in CASES:
@@ -109,10 +95,7 @@ def main():
                       2),
         }
     print(json.dumps(summary))
-    if args.out:
-        with open(args.out, "w") as out:
-            for line in lines + [summary]:
-                out.write(json.dumps(line) + "\n")
+    write_lines(args.out, lines + [summary])
 
 
 if __name__ == "__main__":
