@@ -108,16 +108,16 @@ TEST(Cli, NaValuesOption) {
 
 TEST(Cli, InspectFeaturesShowsDropsAndOutputs) {
   TFG_REQUIRE_DATASETS();
-  CommandResult run = Tabforge("inspect " +
-                               tabforge::testing::DatasetPath("bike_sharing_hour.csv.gz") +
-                               " --label cnt --features");
+  CommandResult run =
+      Tabforge("inspect " + tabforge::testing::DatasetPath("bike_sharing_hour.csv.gz") +
+               " --label cnt --features");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("instant"), std::string::npos);
   EXPECT_NE(run.output.find("dropped: ID-like"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("dteday.dayofweek"), std::string::npos) << run.output;
-  CommandResult json = Tabforge("inspect " +
-                                tabforge::testing::DatasetPath("bike_sharing_hour.csv.gz") +
-                                " --label cnt --features --json");
+  CommandResult json =
+      Tabforge("inspect " + tabforge::testing::DatasetPath("bike_sharing_hour.csv.gz") +
+               " --label cnt --features --json");
   ASSERT_EQ(json.status, 0) << json.output;
   nlohmann::json report = nlohmann::json::parse(json.output);
   ASSERT_TRUE(report.contains("features"));
