@@ -121,13 +121,7 @@ struct NgramStats {
   std::int64_t total = 0;
 };
 
-struct StatsHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view text) const {
-    return std::hash<std::string_view>{}(text);
-  }
-};
-using StatsMap = std::unordered_map<std::string, NgramStats, StatsHash, std::equal_to<>>;
+using StatsMap = std::unordered_map<std::string, NgramStats, StringViewHash, std::equal_to<>>;
 
 // Reads the fields Save writes, throwing InvalidInput on the first mismatch.
 class SavedReader {
@@ -338,16 +332,11 @@ void NgramVectorizer::Fit(const Column& column, const NgramOptions& options, int
   StatsMap& merged = partial[0];
   for (std::size_t part = 1; part < partial.size(); ++part) {
     StatsMap& other = partial[part];
-    for (auto entry = other.begin(); entry != other.end();) {
-      auto next = std::next(entry);
-      auto found = merged.find(entry->first);
-      if (found == merged.end()) {
-        merged.insert(other.extract(entry));
-      } else {
-        found->second.rows += entry->second.rows;
-        found->second.total += entry->second.total;
-      }
-      entry = next;
+    merged.merge(other);  // moves the n-grams merged lacks; those it holds stay in other
+    for (const auto& [gram, stats] : other) {
+      NgramStats& sum = merged.find(gram)->second;
+      sum.rows += stats.rows;
+      sum.total += stats.total;
     }
     StatsMap().swap(other);
   }

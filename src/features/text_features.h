@@ -84,6 +84,15 @@ struct NgramOptions {
 // spaces, which this treats as parts of words. Views point into `text`.
 std::vector<std::string_view> Tokenize(std::string_view text);
 
+// Hashes std::string keys and std::string_view lookups alike, so maps keyed by std::string
+// can be searched without building a string (with std::equal_to<>).
+struct StringViewHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view text) const {
+    return std::hash<std::string_view>{}(text);
+  }
+};
+
 // Learns a vocabulary of word n-grams and counts them per row into a sparse block.
 // An n-gram is min_n..max_n consecutive tokens of one value joined by single spaces.
 class NgramVectorizer {
@@ -127,19 +136,13 @@ class NgramVectorizer {
   const std::string& column_name() const { return column_name_; }
 
  private:
-  // Maps vocabulary_ to column indices and accepts string_view keys.
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const {
-      return std::hash<std::string_view>{}(text);
-    }
-  };
   void BuildIndex();
 
   NgramOptions options_;
   std::string column_name_;
   std::vector<std::string> vocabulary_;
-  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> index_;
+  // vocabulary_[i] -> i, looked up by string_view.
+  std::unordered_map<std::string, std::int32_t, StringViewHash, std::equal_to<>> index_;
 };
 
 }  // namespace tabforge::features

@@ -367,3 +367,79 @@ TEST(CsvReader, UrlErrorsNameTheUrl) {
 
 }  // namespace
 }  // namespace tabforge::data
+
+namespace tabforge::data {
+namespace {
+
+// Property: on arbitrary CSV-like bytes the reader either throws InvalidInput or returns a
+// table, never crashes, and the result does not depend on the thread count or the chunking.
+TEST(CsvReaderProperty, RandomInputsParseTheSameOnOneAndManyThreads) {
+  std::mt19937 random(20261202);
+  const std::string alphabet = "ab1.5,,,\"\"\n\n\r -?xNA\t;e9\xC3\xA9";
+  int parsed = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text = "c1,c2,c3\n";
+    const int length = 200000 + static_cast<int>(random() % 200000);  // > 1 chunk at 4 threads
+    if (trial % 2 == 0) {
+      // Unstructured bytes: mostly errors, which must be the same error.
+      for (int at = 0; at < length; ++at) text.push_back(alphabet[random() % alphabet.size()]);
+    } else {
+      // Well-formed records of random fields (quoted ones with delimiters, quotes and line
+      // breaks inside), blank lines and CRLF, with a rare defect.
+      const char* fields[] = {"1.5",
+                              "-2",
+                              "",
+                              "NA",
+                              "abc",
+                              "\"x,y\"",
+                              "\"say \"\"hi\"\"\"",
+                              "\"two\nlines\"",
+                              " ?",
+                              "True",
+                              "2024-02-29",
+                              "e9"};
+      while (static_cast<int>(text.size()) < length) {
+        for (int field = 0; field < 3; ++field) {
+          if (field > 0) text += ',';
+          text += fields[random() % 12];
+        }
+        unsigned ending = random() % 100;
+        text += ending < 10                      ? "\r\n"
+                : ending < 12                    ? "\n\n"
+                : ending == 99 && trial % 7 == 0 ? ",\n"
+                                                 : "\n";
+      }
+    }
+    CsvOptions one;
+    one.num_threads = 1;
+    CsvOptions four;
+    four.num_threads = 4;
+    std::string first_error, second_error;
+    Table first, second;
+    try {
+      first = ParseCsv(text, "random.csv", one);
+    } catch (const InvalidInput& error) {
+      first_error = error.what();
+    }
+    try {
+      second = ParseCsv(text, "random.csv", four);
+    } catch (const InvalidInput& error) {
+      second_error = error.what();
+    }
+    ASSERT_EQ(first_error, second_error) << "trial " << trial;
+    if (!first_error.empty()) continue;
+    ++parsed;
+    ASSERT_EQ(first.num_rows(), second.num_rows()) << "trial " << trial;
+    for (int column = 0; column < first.num_columns(); ++column) {
+      for (std::int64_t row = 0; row < first.num_rows(); ++row) {
+        ASSERT_EQ(first.column(column).CellText(row), second.column(column).CellText(row))
+            << "trial " << trial << " column " << column << " row " << row;
+      }
+    }
+  }
+  // The structured half parses, except the trials given a defect.
+  EXPECT_GT(parsed, 100);
+}
+
+}  // namespace
+}  // namespace tabforge::data
