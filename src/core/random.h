@@ -1,0 +1,33 @@
+// Counter-based randomness: every random choice is a pure function of (seed, stream, counter),
+// so results do not depend on thread count or evaluation order. Streams separate independent
+// uses (row sampling, bagging per round, feature sampling per node); counters index within a
+// stream (a row, a feature).
+#pragma once
+
+#include <cstdint>
+
+#include "core/host_device.h"
+
+namespace tabforge {
+
+// The SplitMix64 finaliser: a bijective mix of 64 bits with good avalanche.
+TFG_HOST_DEVICE inline std::uint64_t Mix64(std::uint64_t value) {
+  value += 0x9E3779B97F4A7C15ull;
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+  return value ^ (value >> 31);
+}
+
+// 64 random bits for (seed, stream, counter).
+TFG_HOST_DEVICE inline std::uint64_t RandomBits(std::uint64_t seed, std::uint64_t stream,
+                                                std::uint64_t counter) {
+  return Mix64(Mix64(seed ^ Mix64(stream)) ^ counter);
+}
+
+// A uniform double in [0, 1) for (seed, stream, counter), with 53 random bits.
+TFG_HOST_DEVICE inline double RandomUniform(std::uint64_t seed, std::uint64_t stream,
+                                            std::uint64_t counter) {
+  return static_cast<double>(RandomBits(seed, stream, counter) >> 11) * 0x1.0p-53;
+}
+
+}  // namespace tabforge

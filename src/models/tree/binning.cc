@@ -1,0 +1,212 @@
+#include "models/tree/binning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/random.h"
+
+namespace tabforge::tree {
+namespace {
+
+constexpr std::uint64_t kSampleStream = 0x62696e73;  // "bins"
+
+// Value-bin upper bounds for sorted present values, at most `max_value_bins` bins.
+std::vector<double> NumericBounds(const std::vector<float>& sorted, int max_value_bins,
+                                  int min_data_in_bin) {
+  if (sorted.empty()) return {std::numeric_limits<double>::infinity()};
+  std::vector<float> distinct;
+  std::vector<std::int64_t> counts;
+  for (float value : sorted) {
+    if (distinct.empty() || value != distinct.back()) {
+      distinct.push_back(value);
+      counts.push_back(0);
+    }
+    ++counts.back();
+  }
+  const auto k = static_cast<std::int64_t>(distinct.size());
+  std::vector<double> bounds;
+  std::int64_t remaining = static_cast<std::int64_t>(sorted.size());
+  std::int64_t in_bin = 0;
+  for (std::int64_t index = 0; index < k; ++index) {
+    in_bin += counts[index];
+    const std::int64_t bins_left = max_value_bins - static_cast<std::int64_t>(bounds.size());
+    if (index + 1 == k || bins_left <= 1) continue;
+    // With few distinct values every one may close a bin; otherwise aim at equal counts of
+    // what is left.
+    const double target = k <= max_value_bins ? 0.0 : double(remaining) / double(bins_left);
+    if (in_bin >= min_data_in_bin && double(in_bin) >= target) {
+      bounds.push_back((double(distinct[index]) + double(distinct[index + 1])) / 2);
+      remaining -= in_bin;
+      in_bin = 0;
+    }
+  }
+  bounds.push_back(std::numeric_limits<double>::infinity());
+  return bounds;
+}
+
+FeatureBins CategoricalBins(const std::int32_t* codes, std::int64_t rows, std::int32_t cardinality,
+                            int max_cat_bins) {
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(std::max(cardinality, 1)), 0);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::int32_t code = codes[row];
+    if (code >= 0 && code < cardinality) ++counts[code];
+  }
+  std::vector<std::int32_t> order;
+  for (std::int32_t code = 0; code < cardinality; ++code) {
+    if (counts[code] > 0) order.push_back(code);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int32_t a, std::int32_t b) { return counts[a] > counts[b]; });
+  const std::size_t own = std::min<std::size_t>(order.size(), max_cat_bins - 1);
+  FeatureBins bins;
+  bins.categorical = true;
+  bins.other_bin = static_cast<std::uint16_t>(own);
+  bins.num_bins = static_cast<int>(own) + 1;
+  bins.code_to_bin.assign(static_cast<std::size_t>(cardinality), bins.other_bin);
+  for (std::size_t rank = 0; rank < own; ++rank) {
+    bins.code_to_bin[order[rank]] = static_cast<std::uint16_t>(rank);
+  }
+  return bins;
+}
+
+}  // namespace
+
+void BinningOptions::Validate() const {
+  if (max_bin < 2 || max_bin > 65535) {
+    throw InvalidInput(
+        fmt::format("max_bin = {} is out of range: use 2..65535 (default 255)", max_bin));
+  }
+  if (min_data_in_bin < 1) {
+    throw InvalidInput(
+        fmt::format("min_data_in_bin = {} is out of range: use 1 or more "
+                    "(default 3)",
+                    min_data_in_bin));
+  }
+  if (sample_rows < 1) {
+    throw InvalidInput(
+        fmt::format("bin_construct_sample_cnt = {} is out of range: use 1 or "
+                    "more (default 200000)",
+                    sample_rows));
+  }
+  if (max_cat_bins < 2 || max_cat_bins > 65535) {
+    throw InvalidInput(
+        fmt::format("max_cat_bins = {} is out of range: use 2..65535 (default "
+                    "255)",
+                    max_cat_bins));
+  }
+}
+
+int FeatureBins::NumericBin(float value) const {
+  if (std::isnan(value)) return missing_bin();
+  auto at = std::lower_bound(upper_bounds.begin(), upper_bounds.end(), double(value));
+  return static_cast<int>(at - upper_bounds.begin());
+}
+
+int FeatureBins::CategoryBin(std::int32_t code) const {
+  if (code < 0 || code >= static_cast<std::int32_t>(code_to_bin.size())) return other_bin;
+  return code_to_bin[code];
+}
+
+int BinMapper::MaxBins() const {
+  int most = 1;
+  for (const FeatureBins& bins : bins_) most = std::max(most, bins.num_bins);
+  return most;
+}
+
+BinMapper BinMapper::Fit(const features::FeatureMatrix& features, const BinningOptions& options,
+                         int threads) {
+  options.Validate();
+  Context context;
+  context.num_threads = threads;
+  const std::int64_t rows = features.num_rows;
+  // The sample: every row, or each row kept with probability sample_rows / rows, decided by
+  // (seed, row) alone.
+  std::vector<std::int64_t> sample;
+  if (rows > options.sample_rows) {
+    const double keep = double(options.sample_rows) / double(rows);
+    for (std::int64_t row = 0; row < rows; ++row) {
+      if (RandomUniform(options.seed, kSampleStream, static_cast<std::uint64_t>(row)) < keep) {
+        sample.push_back(row);
+      }
+    }
+  }
+  const bool sampled = !sample.empty();
+  BinMapper mapper;
+  const int numeric = features.num_numeric();
+  mapper.bins_.resize(static_cast<std::size_t>(numeric + features.num_categorical()));
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+  for (int feature = 0; feature < mapper.num_features(); ++feature) {
+    if (feature >= numeric) {
+      const int index = feature - numeric;
+      mapper.bins_[feature] =
+          CategoricalBins(features.CategoricalColumn(index), rows,
+                          features.categorical_info[index].cardinality, options.max_cat_bins);
+      continue;
+    }
+    const float* column = features.NumericColumn(feature);
+    std::vector<float> values;
+    values.reserve(static_cast<std::size_t>(sampled ? sample.size() : rows));
+    if (sampled) {
+      for (std::int64_t row : sample) {
+        if (!std::isnan(column[row])) values.push_back(column[row]);
+      }
+    } else {
+      for (std::int64_t row = 0; row < rows; ++row) {
+        if (!std::isnan(column[row])) values.push_back(column[row]);
+      }
+    }
+    std::sort(values.begin(), values.end());
+    FeatureBins bins;
+    bins.upper_bounds = NumericBounds(values, options.max_bin - 1, options.min_data_in_bin);
+    bins.num_bins = static_cast<int>(bins.upper_bounds.size()) + 1;
+    mapper.bins_[feature] = std::move(bins);
+  }
+  return mapper;
+}
+
+BinMatrix ApplyBins(const BinMapper& mapper, const features::FeatureMatrix& features, int threads) {
+  TFG_CHECK(mapper.num_features() == features.num_numeric() + features.num_categorical(),
+            "bin mapper has {} features, the matrix {}", mapper.num_features(),
+            features.num_numeric() + features.num_categorical());
+  Context context;
+  context.num_threads = threads;
+  BinMatrix matrix;
+  matrix.num_rows = features.num_rows;
+  matrix.num_features = mapper.num_features();
+  const std::size_t cells = static_cast<std::size_t>(matrix.num_rows) * matrix.num_features;
+  const bool wide = mapper.MaxBins() > 256;
+  if (wide) {
+    matrix.bins16.resize(cells);
+  } else {
+    matrix.bins8.resize(cells);
+  }
+  constexpr std::int64_t kBlockRows = 1 << 16;
+  const std::int64_t blocks =
+      std::max<std::int64_t>(1, (matrix.num_rows + kBlockRows - 1) / kBlockRows);
+  const std::int64_t items = blocks * matrix.num_features;
+  const int numeric = features.num_numeric();
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+  for (std::int64_t item = 0; item < items; ++item) {
+    const int feature = static_cast<int>(item / blocks);
+    const std::int64_t begin = item % blocks * kBlockRows;
+    const std::int64_t end = std::min(matrix.num_rows, begin + kBlockRows);
+    const FeatureBins& bins = mapper.feature(feature);
+    const std::size_t offset = static_cast<std::size_t>(feature) * matrix.num_rows;
+    for (std::int64_t row = begin; row < end; ++row) {
+      const int bin = feature < numeric
+                          ? bins.NumericBin(features.NumericColumn(feature)[row])
+                          : bins.CategoryBin(features.CategoricalColumn(feature - numeric)[row]);
+      if (wide) {
+        matrix.bins16[offset + row] = static_cast<std::uint16_t>(bin);
+      } else {
+        matrix.bins8[offset + row] = static_cast<std::uint8_t>(bin);
+      }
+    }
+  }
+  return matrix;
+}
+
+}  // namespace tabforge::tree
