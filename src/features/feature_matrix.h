@@ -47,4 +47,8 @@ struct FeatureMatrix {
   }
 };
 
+// The rows `rows` (indices into `matrix`, any order, repeats allowed) as a new matrix with the
+// same features.
+FeatureMatrix SelectRows(const FeatureMatrix& matrix, const std::vector<std::int64_t>& rows);
+
 }  // namespace tabforge::features

@@ -1,0 +1,324 @@
+#include "models/gbm/gbm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "metrics/metric.h"
+#include "models/tree/grower.h"
+
+namespace tabforge::gbm {
+namespace {
+
+constexpr std::uint64_t kBagStream = 0x626167;            // "bag"
+constexpr std::uint64_t kTreeFeatureStream = 0x74726565;  // "tree"
+constexpr std::uint64_t kQuantizeStream = 0x7175616e;     // "quan"
+
+double Sigmoid(double score) { return 1.0 / (1.0 + std::exp(-score)); }
+
+// Probabilities (or values) from raw scores, row-major num_rows x num_outputs, into `out`
+// (num_rows x 2 for binary).
+void ToPredictions(const std::string& objective, int outputs, const std::vector<double>& raw,
+                   std::vector<double>& out) {
+  const std::size_t rows = raw.size() / static_cast<std::size_t>(outputs);
+  if (objective == "regression") {
+    out = raw;
+    return;
+  }
+  if (objective == "binary") {
+    out.resize(rows * 2);
+    for (std::size_t row = 0; row < rows; ++row) {
+      const double positive = Sigmoid(raw[row]);
+      out[2 * row] = 1 - positive;
+      out[2 * row + 1] = positive;
+    }
+    return;
+  }
+  out.resize(raw.size());
+  for (std::size_t row = 0; row < rows; ++row) {
+    const double* scores = raw.data() + row * outputs;
+    const double largest = *std::max_element(scores, scores + outputs);
+    double total = 0;
+    for (int k = 0; k < outputs; ++k) total += std::exp(scores[k] - largest);
+    for (int k = 0; k < outputs; ++k)
+      out[row * outputs + k] = std::exp(scores[k] - largest) / total;
+  }
+}
+
+// Features kept for one tree: the ceil(fraction * F) with the smallest keys of (seed, round).
+std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std::uint64_t seed,
+                                             int round) {
+  std::vector<std::uint8_t> active(static_cast<std::size_t>(features), 1);
+  if (fraction >= 1.0) return active;
+  std::vector<std::pair<double, int>> keys;
+  for (int feature = 0; feature < features; ++feature) {
+    keys.push_back(
+        {RandomUniform(seed, kTreeFeatureStream + std::uint64_t(round) * 131, feature), feature});
+  }
+  std::sort(keys.begin(), keys.end());
+  std::fill(active.begin(), active.end(), 0);
+  const auto keep = static_cast<std::size_t>(std::max(1.0, std::ceil(fraction * features)));
+  for (std::size_t index = 0; index < keep; ++index) active[keys[index].second] = 1;
+  return active;
+}
+
+}  // namespace
+
+GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const double> labels,
+                       std::span<const double> weights, const features::FeatureMatrix* valid,
+                       std::span<const double> valid_labels, const GbmParams& params, int threads,
+                       const Deadline& deadline) {
+  params.Validate();
+  Context context;
+  context.num_threads = threads;
+  threads = context.Threads();
+  const std::int64_t rows = train.num_rows;
+  TFG_CHECK(static_cast<std::int64_t>(labels.size()) == rows, "{} labels for {} rows",
+            labels.size(), rows);
+  if (rows < 2) throw InvalidInput("GBM needs at least two training rows");
+  GbmModel model;
+  model.params_ = params;
+  const int outputs = params.objective == "multiclass" ? params.num_class : 1;
+  model.num_outputs_ = outputs;
+
+  Stopwatch watch;
+  tree::BinningOptions binning;
+  binning.max_bin = params.max_bin;
+  binning.min_data_in_bin = params.min_data_in_bin;
+  binning.sample_rows = params.bin_construct_sample_cnt;
+  binning.seed = params.seed;
+  model.mapper_ = tree::BinMapper::Fit(train, binning, threads);
+  tree::BinMatrix bins = tree::ApplyBins(model.mapper_, train, threads);
+  model.report_.bin_seconds = watch.Seconds();
+  watch.Reset();
+
+  // Row weights, with scale_pos_weight on positive rows.
+  std::vector<double> weight(static_cast<std::size_t>(rows), 1.0);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    if (!weights.empty()) weight[row] = weights[row];
+    if (params.objective == "binary" && labels[row] == 1) weight[row] *= params.scale_pos_weight;
+  }
+  // Initial scores: the label prior (log-odds, log class frequencies) or the weighted mean.
+  double total_weight = 0;
+  std::vector<double> sums(static_cast<std::size_t>(outputs), 0.0);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    total_weight += weight[row];
+    if (params.objective == "multiclass") {
+      sums[static_cast<std::size_t>(labels[row])] += weight[row];
+    } else {
+      sums[0] += weight[row] * labels[row];
+    }
+  }
+  model.init_score_.assign(static_cast<std::size_t>(outputs), 0.0);
+  for (int k = 0; k < outputs; ++k) {
+    const double mean = sums[k] / total_weight;
+    if (params.objective == "binary") {
+      const double p = std::clamp(mean, 1e-15, 1 - 1e-15);
+      model.init_score_[k] = std::log(p / (1 - p));
+    } else if (params.objective == "multiclass") {
+      model.init_score_[k] = std::log(std::max(mean, 1e-15));
+    } else {
+      model.init_score_[k] = mean;
+    }
+  }
+
+  std::vector<double> scores(static_cast<std::size_t>(rows * outputs));
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int k = 0; k < outputs; ++k) scores[row * outputs + k] = model.init_score_[k];
+  }
+  std::vector<double> valid_scores;
+  std::string metric_name = params.metric;
+  if (metric_name.empty()) {
+    metric_name = params.objective == "regression" ? "root_mean_squared_error" : "log_loss";
+  }
+  const bool validating = valid != nullptr && params.early_stopping_round > 0;
+  const metrics::MetricInfo* metric = validating ? &metrics::GetMetric(metric_name) : nullptr;
+  if (validating) {
+    valid_scores.resize(static_cast<std::size_t>(valid->num_rows * outputs));
+    for (std::int64_t row = 0; row < valid->num_rows; ++row) {
+      for (int k = 0; k < outputs; ++k) valid_scores[row * outputs + k] = model.init_score_[k];
+    }
+  }
+
+  tree::GrowerParams grower_params;
+  grower_params.num_leaves = params.num_leaves;
+  grower_params.max_depth = params.max_depth;
+  grower_params.min_data_in_leaf = params.min_data_in_leaf;
+  grower_params.min_sum_hessian_in_leaf = params.min_sum_hessian_in_leaf;
+  grower_params.min_gain_to_split = params.min_gain_to_split;
+  grower_params.reg = {params.lambda_l1, params.lambda_l2, params.max_delta_step};
+  grower_params.feature_fraction_bynode = params.feature_fraction_bynode;
+  grower_params.max_cat_to_onehot = params.max_cat_to_onehot;
+  grower_params.max_cat_threshold = params.max_cat_threshold;
+  grower_params.cat_smooth = params.cat_smooth;
+  grower_params.cat_l2 = params.cat_l2;
+  grower_params.min_data_per_group = params.min_data_per_group;
+  tree::TreeGrower grower(bins, model.mapper_, grower_params, threads);
+
+  std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
+  std::vector<float> hessians(gradients.size());
+  std::vector<std::int8_t> quantized_gradients(static_cast<std::size_t>(rows));
+  std::vector<std::int64_t> fixed_hessians(static_cast<std::size_t>(rows));
+  std::vector<float> class_gradient(static_cast<std::size_t>(rows));
+  std::vector<float> class_hessian(static_cast<std::size_t>(rows));
+  std::vector<std::int32_t> bag;
+  std::vector<std::uint8_t> in_bag(static_cast<std::size_t>(rows), 1);
+  std::vector<std::int32_t> leaf_of_row(static_cast<std::size_t>(rows), -1);
+  const bool bagging = params.bagging_freq > 0 && params.bagging_fraction < 1.0;
+  double best_score = 0;
+  int best_round = 0;
+  int rounds_without_gain = 0;
+  model.report_.stop_reason = "num_iterations reached";
+
+  for (int round = 0; round < params.num_iterations; ++round) {
+    if (deadline.Expired()) {
+      model.report_.stop_reason = "deadline";
+      break;
+    }
+    if (bag.empty() || (bagging && round % params.bagging_freq == 0)) {
+      bag.clear();
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const bool keep = !bagging || RandomUniform(params.seed, kBagStream + std::uint64_t(round),
+                                                    row) < params.bagging_fraction;
+        in_bag[row] = keep;
+        if (keep) bag.push_back(static_cast<std::int32_t>(row));
+      }
+    }
+    // Gradients and hessians of the objective at the current scores.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const double w = weight[row];
+      const double* s = scores.data() + row * outputs;
+      if (params.objective == "binary") {
+        const double p = Sigmoid(s[0]);
+        gradients[row] = static_cast<float>((p - labels[row]) * w);
+        hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
+      } else if (params.objective == "regression") {
+        gradients[row] = static_cast<float>((s[0] - labels[row]) * w);
+        hessians[row] = static_cast<float>(w);
+      } else {
+        const double largest = *std::max_element(s, s + outputs);
+        double total = 0;
+        for (int k = 0; k < outputs; ++k) total += std::exp(s[k] - largest);
+        const double factor = double(outputs) / double(outputs - 1);
+        for (int k = 0; k < outputs; ++k) {
+          const double p = std::exp(s[k] - largest) / total;
+          const double y = labels[row] == k ? 1.0 : 0.0;
+          gradients[row * outputs + k] = static_cast<float>((p - y) * w);
+          hessians[row * outputs + k] =
+              static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
+        }
+      }
+    }
+    const std::vector<std::uint8_t> active = SampleTreeFeatures(
+        model.mapper_.num_features(), params.feature_fraction, params.seed, round);
+    for (int k = 0; k < outputs; ++k) {
+      double max_gradient = 0, max_hessian = 0;
+      for (std::int64_t row = 0; row < rows; ++row) {
+        class_gradient[row] = gradients[row * outputs + k];
+        class_hessian[row] = hessians[row * outputs + k];
+        max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
+        max_hessian = std::max(max_hessian, double(class_hessian[row]));
+      }
+      // Quantize the gradients with stochastic rounding keyed by (seed, round and output,
+      // row); hessians go to fixed point.
+      const int levels = params.num_grad_quant_bins;
+      tree::QuantizedGradients quantized;
+      quantized.gradient_scale = max_gradient > 0 ? max_gradient / (levels / 2) : 1.0;
+      const double hessian_fixed = tree::FixedPointScale(max_hessian, rows);
+      quantized.hessian_scale = 1.0 / hessian_fixed;
+      const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const double g = class_gradient[row] / quantized.gradient_scale;
+        quantized_gradients[row] =
+            static_cast<std::int8_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
+        fixed_hessians[row] = std::llround(double(class_hessian[row]) * hessian_fixed);
+      }
+      quantized.gradients = quantized_gradients.data();
+      quantized.hessians = fixed_hessians.data();
+      quantized.exact_gradients = class_gradient.data();
+      quantized.max_abs_gradient = max_gradient;
+      tree::Tree tree = grower.Grow(
+          bag, quantized, active, params.seed ^ (std::uint64_t(round) * outputs + k), &leaf_of_row);
+      for (double& value : tree.leaf_values()) value *= params.learning_rate;
+      const std::vector<double>& leaf_values = tree.leaf_values();
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const int leaf = in_bag[row] ? leaf_of_row[row] : tree.LeafOfBins(bins, row);
+        scores[row * outputs + k] += leaf_values[leaf];
+      }
+      if (validating) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (std::int64_t row = 0; row < valid->num_rows; ++row) {
+          valid_scores[row * outputs + k] +=
+              leaf_values[tree.LeafOfRow(*valid, model.mapper_, row)];
+        }
+      }
+      model.trees_.push_back(std::move(tree));
+    }
+    model.report_.rounds_run = round + 1;
+    if (validating) {
+      std::vector<double> predictions;
+      ToPredictions(params.objective, outputs, valid_scores, predictions);
+      const int classes = params.objective == "regression" ? 1
+                          : params.objective == "binary"   ? 2
+                                                           : outputs;
+      const double score = metrics::Score(metric_name, valid_labels, {predictions, classes});
+      if (round == 0 || metrics::IsBetter(*metric, score, best_score)) {
+        best_score = score;
+        best_round = round + 1;
+        rounds_without_gain = 0;
+      } else if (++rounds_without_gain >= params.early_stopping_round) {
+        model.report_.stop_reason = "early stopping";
+        break;
+      }
+    }
+  }
+  if (validating && best_round > 0) {
+    model.trees_.resize(static_cast<std::size_t>(best_round) * outputs);
+    model.report_.best_score = best_score;
+  }
+  model.report_.iterations = static_cast<int>(model.trees_.size()) / outputs;
+  model.report_.train_seconds = watch.Seconds();
+  return model;
+}
+
+std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features,
+                                         int threads) const {
+  Context context;
+  context.num_threads = threads;
+  const std::int64_t rows = features.num_rows;
+  const int outputs = num_outputs_;
+  std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
+  const int rounds = static_cast<int>(trees_.size()) / outputs;
+#pragma omp parallel for num_threads(context.Threads()) schedule(static)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int k = 0; k < outputs; ++k) {
+      double score = init_score_[k];
+      for (int round = 0; round < rounds; ++round) {
+        const tree::Tree& tree = trees_[static_cast<std::size_t>(round) * outputs + k];
+        score += tree.leaf_values()[tree.LeafOfRow(features, mapper_, row)];
+      }
+      raw[row * outputs + k] = score;
+    }
+  }
+  return raw;
+}
+
+std::vector<double> GbmModel::Predict(const features::FeatureMatrix& features, int threads) const {
+  std::vector<double> out;
+  ToPredictions(params_.objective, num_outputs_, PredictRaw(features, threads), out);
+  return out;
+}
+
+void GbmModel::FeatureImportance(std::vector<double>& splits, std::vector<double>& gains) const {
+  splits.assign(static_cast<std::size_t>(mapper_.num_features()), 0.0);
+  gains.assign(splits.size(), 0.0);
+  for (const tree::Tree& tree : trees_) tree.AddImportance(splits, gains);
+}
+
+}  // namespace tabforge::gbm

@@ -1,0 +1,85 @@
+// Leaf-wise (best-first) growth of one tree from quantized gradients, as LightGBM grows them:
+// repeatedly split the leaf whose best split gains most, building the histogram of the smaller
+// child and subtracting it from the parent's for the larger. Split choice uses the quantized
+// integer sums; leaf values are then renewed from the exact gradients summed in fixed point,
+// so the tree is the same whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/tree/binning.h"
+#include "models/tree/histogram.h"
+#include "models/tree/split_math.h"
+#include "models/tree/tree.h"
+
+namespace tabforge::tree {
+
+struct GrowerParams {
+  int num_leaves = 31;                    // leaves per tree, at most
+  int max_depth = -1;                     // depth limit; <= 0 means none
+  std::int64_t min_data_in_leaf = 20;     // rows per leaf, at least
+  double min_sum_hessian_in_leaf = 1e-3;  // hessian sum per leaf, at least
+  double min_gain_to_split = 0;           // a split must gain more than this
+  LeafRegularization reg;                 // lambda_l1, lambda_l2, max_delta_step
+  double feature_fraction_bynode = 1;     // features tried per node, as a fraction
+  int max_cat_to_onehot = 4;              // categorical: one-vs-rest up to this many categories
+  int max_cat_threshold = 32;             // categorical: most categories on the left side
+  double cat_smooth = 10;                 // categorical: smoothing of the G/H ordering
+  double cat_l2 = 10;                     // categorical: extra L2 on categorical splits
+  std::int64_t min_data_per_group = 100;  // categorical: rows per category considered
+};
+
+// The gradients of one round, for one output: gradients quantized to a few integer levels
+// with stochastic rounding (gradient ~ quantized * gradient_scale), hessians in 64-bit fixed
+// point (hessian ~ fixed * hessian_scale). Quantized hessians made the min_sum_hessian_in_leaf
+// check noisy where hessians are tiny (confident multiclass rows) and let leaves with almost no
+// curvature take huge values; fixed point keeps them exact and the sums order-independent.
+struct QuantizedGradients {
+  const std::int8_t* gradients = nullptr;
+  const std::int64_t* hessians = nullptr;
+  double gradient_scale = 1;
+  double hessian_scale = 1;
+  const float* exact_gradients = nullptr;  // for renewing leaf values
+  double max_abs_gradient = 1;             // bound of the exact gradients (fixed-point range)
+};
+
+// A power-of-two scale s such that summing `rows` values of magnitude <= max_abs, each
+// rounded to an integer multiple of 1/s, cannot overflow an int64 (at most 2^48).
+double FixedPointScale(double max_abs, std::int64_t rows);
+
+class TreeGrower {
+ public:
+  // Borrows `bins` and `mapper` for the grower's lifetime.
+  TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const GrowerParams& params,
+             int threads);
+
+  // Grows a tree on `rows` (the round's bag) using the features whose `active` flag is set;
+  // node-level feature sampling is keyed by (seed, node). Leaf values are the unscaled
+  // optimal values (the caller applies the learning rate). `leaf_of_row`, when not null, gets
+  // each bagged row's leaf (indexed by row).
+  Tree Grow(const std::vector<std::int32_t>& rows, const QuantizedGradients& gradients,
+            const std::vector<std::uint8_t>& active, std::uint64_t seed,
+            std::vector<std::int32_t>* leaf_of_row);
+
+ private:
+  struct Split;
+  struct Leaf;
+  void FindBestSplit(Leaf& leaf, const HistogramBin* histogram, const QuantizedGradients& gradients,
+                     const std::vector<std::uint8_t>& active, std::uint64_t seed,
+                     std::uint64_t node_key);
+  void ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
+                   const QuantizedGradients& gradients, Split& best) const;
+  void ScanCategorical(int feature, const HistogramBin* histogram, const HistogramBin& total,
+                       const QuantizedGradients& gradients, Split& best) const;
+
+  const BinMatrix& bins_;
+  const BinMapper& mapper_;
+  GrowerParams params_;
+  int threads_;
+  HistogramLayout layout_;
+  std::vector<HistogramBin> pool_;   // num_leaves histograms, reused across trees
+  std::vector<std::int32_t> order_;  // rows grouped by leaf
+};
+
+}  // namespace tabforge::tree

@@ -1,0 +1,46 @@
+// The split and leaf formulas of second-order gradient boosting (XGBoost/LightGBM form), written
+// once for the CPU loops and the CUDA kernels. G and H are sums of gradients and hessians.
+#pragma once
+
+#include <cmath>
+
+#include "core/host_device.h"
+
+namespace tabforge::tree {
+
+// Regularisation of leaf values.
+struct LeafRegularization {
+  double lambda_l1 = 0;       // L1 penalty on leaf values
+  double lambda_l2 = 0;       // L2 penalty on leaf values
+  double max_delta_step = 0;  // |leaf value| cap; 0 means none
+};
+
+// G shrunk towards zero by the L1 penalty.
+TFG_HOST_DEVICE inline double ThresholdL1(double sum_gradient, double lambda_l1) {
+  const double magnitude = fabs(sum_gradient) - lambda_l1;
+  if (magnitude <= 0) return 0;
+  return sum_gradient > 0 ? magnitude : -magnitude;
+}
+
+// The value that minimises the regularised second-order loss of a leaf.
+TFG_HOST_DEVICE inline double LeafValue(double sum_gradient, double sum_hessian,
+                                        const LeafRegularization& reg) {
+  const double denominator = sum_hessian + reg.lambda_l2;
+  if (denominator <= 1e-15) return 0;  // no curvature: leave the scores as they are
+  double value = -ThresholdL1(sum_gradient, reg.lambda_l1) / denominator;
+  if (reg.max_delta_step > 0 && fabs(value) > reg.max_delta_step) {
+    value = value > 0 ? reg.max_delta_step : -reg.max_delta_step;
+  }
+  return value;
+}
+
+// The loss reduction of a leaf holding (G, H) with its best value (twice the objective's
+// decrease, as LightGBM reports gains).
+TFG_HOST_DEVICE inline double LeafGain(double sum_gradient, double sum_hessian,
+                                       const LeafRegularization& reg) {
+  const double value = LeafValue(sum_gradient, sum_hessian, reg);
+  const double shrunk = ThresholdL1(sum_gradient, reg.lambda_l1);
+  return -(2.0 * shrunk * value + (sum_hessian + reg.lambda_l2) * value * value);
+}
+
+}  // namespace tabforge::tree

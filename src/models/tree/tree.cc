@@ -1,0 +1,104 @@
+#include "models/tree/tree.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tabforge::tree {
+
+int Tree::SplitLeaf(int leaf, TreeNode node, const std::vector<std::uint32_t>& left_bins) {
+  if (leaf_parent_.size() < leaf_values_.size()) leaf_parent_.resize(leaf_values_.size(), -1);
+  const int new_leaf = num_leaves();
+  const auto node_index = static_cast<std::int32_t>(nodes_.size());
+  if (node.categorical) {
+    node.bitset_begin = static_cast<std::int32_t>(bitsets_.size());
+    bitsets_.insert(bitsets_.end(), left_bins.begin(), left_bins.end());
+    node.bitset_end = static_cast<std::int32_t>(bitsets_.size());
+  }
+  node.left = ~leaf;
+  node.right = ~new_leaf;
+  // Re-point the parent's link from the leaf to the new node.
+  const std::int32_t parent = leaf_parent_[leaf];
+  if (parent >= 0) {
+    TreeNode& up = nodes_[parent];
+    if (up.left == ~leaf) {
+      up.left = node_index;
+    } else {
+      up.right = node_index;
+    }
+  }
+  nodes_.push_back(node);
+  leaf_values_.push_back(leaf_values_[leaf]);
+  const int depth = leaf_depths_[leaf] + 1;
+  leaf_depths_[leaf] = depth;
+  leaf_depths_.push_back(depth);
+  leaf_parent_[leaf] = node_index;
+  leaf_parent_.push_back(node_index);
+  return new_leaf;
+}
+
+int Tree::depth() const {
+  return leaf_depths_.empty() ? 0 : *std::max_element(leaf_depths_.begin(), leaf_depths_.end());
+}
+
+bool Tree::GoesLeftBin(const TreeNode& node, int bin) const {
+  const std::int32_t word = node.bitset_begin + bin / 32;
+  if (word >= node.bitset_end) return false;
+  return (bitsets_[word] >> (bin % 32)) & 1u;
+}
+
+int Tree::LeafOfBins(const BinMatrix& bins, std::int64_t row) const {
+  if (nodes_.empty()) return 0;
+  std::int32_t at = 0;
+  while (at >= 0) {
+    const TreeNode& node = nodes_[at];
+    const int bin = bins.Bin(node.feature, row);
+    bool left;
+    if (node.categorical) {
+      left = GoesLeftBin(node, bin);
+    } else {
+      left = bin == node.missing_bin ? node.default_left : bin <= node.threshold_bin;
+    }
+    at = left ? node.left : node.right;
+  }
+  return ~at;
+}
+
+int Tree::LeafOfRow(const features::FeatureMatrix& features, const BinMapper& mapper,
+                    std::int64_t row) const {
+  if (nodes_.empty()) return 0;
+  const int numeric = features.num_numeric();
+  std::int32_t at = 0;
+  while (at >= 0) {
+    const TreeNode& node = nodes_[at];
+    bool left;
+    if (node.categorical) {
+      const std::int32_t code = features.CategoricalColumn(node.feature - numeric)[row];
+      left = GoesLeftBin(node, mapper.feature(node.feature).CategoryBin(code));
+    } else {
+      const float value = features.NumericColumn(node.feature)[row];
+      left = std::isnan(value) ? node.default_left : double(value) <= node.threshold;
+    }
+    at = left ? node.left : node.right;
+  }
+  return ~at;
+}
+
+void Tree::AddImportance(std::vector<double>& splits, std::vector<double>& gains) const {
+  for (const TreeNode& node : nodes_) {
+    splits[node.feature] += 1;
+    gains[node.feature] += node.gain;
+  }
+}
+
+void Tree::Restore(std::vector<TreeNode> nodes, std::vector<double> leaf_values,
+                   std::vector<std::uint32_t> bitsets, std::vector<int> leaf_depths) {
+  nodes_ = std::move(nodes);
+  leaf_values_ = std::move(leaf_values);
+  bitsets_ = std::move(bitsets);
+  leaf_depths_ = std::move(leaf_depths);
+  leaf_parent_.clear();
+}
+
+}  // namespace tabforge::tree
