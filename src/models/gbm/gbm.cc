@@ -16,6 +16,9 @@ namespace {
 constexpr std::uint64_t kBagStream = 0x626167;            // "bag"
 constexpr std::uint64_t kTreeFeatureStream = 0x74726565;  // "tree"
 constexpr std::uint64_t kQuantizeStream = 0x7175616e;     // "quan"
+// Per-row loops shorter than this run on one thread: a parallel region costs more than the
+// loop, above all when other fits share the cores.
+constexpr std::int64_t kParallelRows = 20000;
 
 double Sigmoid(double score) { return 1.0 / (1.0 + std::exp(-score)); }
 
@@ -188,7 +191,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       }
     }
     // Gradients and hessians of the objective at the current scores.
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
     for (std::int64_t row = 0; row < rows; ++row) {
       const double w = weight[row];
       const double* s = scores.data() + row * outputs;
@@ -231,7 +234,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       const double hessian_fixed = tree::FixedPointScale(max_hessian, rows);
       quantized.hessian_scale = 1.0 / hessian_fixed;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double g = class_gradient[row] / quantized.gradient_scale;
         quantized_gradients[row] =
@@ -246,13 +249,13 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
           bag, quantized, active, params.seed ^ (std::uint64_t(round) * outputs + k), &leaf_of_row);
       for (double& value : tree.leaf_values()) value *= params.learning_rate;
       const std::vector<double>& leaf_values = tree.leaf_values();
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const int leaf = in_bag[row] ? leaf_of_row[row] : tree.LeafOfBins(bins, row);
         scores[row * outputs + k] += leaf_values[leaf];
       }
       if (validating) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (valid->num_rows >= kParallelRows)
         for (std::int64_t row = 0; row < valid->num_rows; ++row) {
           valid_scores[row * outputs + k] +=
               leaf_values[tree.LeafOfRow(*valid, model.mapper_, row)];

@@ -198,7 +198,10 @@ void TreeGrower::FindBestSplit(Leaf& leaf, const HistogramBin* histogram,
     }
   }
   std::vector<Split> per_feature(static_cast<std::size_t>(features));
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (features > 8)
+  // Scanning is cheap next to histograms: a parallel region pays off only on wide, large leaves
+  // (and small regions are costly when other fits share the cores).
+  const bool parallel = features >= 32 && leaf.end - leaf.begin >= 20000;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (parallel)
   for (int feature = 0; feature < features; ++feature) {
     if (!tried[feature]) continue;
     const HistogramBin* feature_histogram = histogram + layout_.offsets[feature];
