@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/serialize.h"
 #include "data/source.h"
 #include "features/column_transform.h"
 #include "features/pipeline.h"
@@ -161,21 +162,7 @@ FeaturePipeline FeaturePipeline::Deserialize(std::string_view bytes, const std::
 }
 
 void FeaturePipeline::Save(const std::string& path) const {
-  const std::string bytes = Serialize();
-  const std::string temporary = path + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) {
-    throw IoError(
-        fmt::format("cannot write '{}': check that the folder exists and is writable", temporary));
-  }
-  bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  written = std::fclose(file) == 0 && written;
-  std::error_code error;
-  if (written) std::filesystem::rename(temporary, path, error);
-  if (!written || error) {
-    std::filesystem::remove(temporary, error);
-    throw IoError(fmt::format("cannot write '{}' (disk full or not writable?)", path));
-  }
+  WriteFileAtomically(path, Serialize());
 }
 
 FeaturePipeline FeaturePipeline::Load(const std::string& path) {

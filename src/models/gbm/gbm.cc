@@ -7,6 +7,8 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/serialize.h"
+#include "data/source.h"
 #include "metrics/metric.h"
 #include "models/tree/grower.h"
 
@@ -322,6 +324,56 @@ void GbmModel::FeatureImportance(std::vector<double>& splits, std::vector<double
   splits.assign(static_cast<std::size_t>(mapper_.num_features()), 0.0);
   gains.assign(splits.size(), 0.0);
   for (const tree::Tree& tree : trees_) tree.AddImportance(splits, gains);
+}
+
+namespace {
+constexpr std::string_view kModelMagic = "tabforge-gbm";
+constexpr std::uint32_t kModelVersion = 1;
+}  // namespace
+
+std::string GbmModel::Serialize() const {
+  ByteWriter writer;
+  writer.PutString(params_.objective);
+  writer.Put<std::int32_t>(num_outputs_);
+  writer.PutVector(init_score_);
+  mapper_.Write(writer);
+  writer.Put<std::uint32_t>(static_cast<std::uint32_t>(trees_.size()));
+  for (const tree::Tree& tree : trees_) tree.Write(writer);
+  writer.Put<std::int32_t>(report_.iterations);
+  writer.PutString(report_.stop_reason);
+  return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+}
+
+GbmModel GbmModel::Deserialize(std::string_view bytes, const std::string& name) {
+  ByteReader reader(UnframeBytes(bytes, kModelMagic, kModelVersion, name), name);
+  GbmModel model;
+  model.params_.objective = reader.GetString();
+  model.num_outputs_ = reader.Get<std::int32_t>();
+  model.init_score_ = reader.GetVector<double>();
+  model.mapper_ = tree::BinMapper::Read(reader);
+  const auto count = reader.Get<std::uint32_t>();
+  for (std::uint32_t index = 0; index < count; ++index) {
+    model.trees_.push_back(tree::Tree::Read(reader, model.mapper_.num_features()));
+  }
+  model.report_.iterations = reader.Get<std::int32_t>();
+  model.report_.stop_reason = reader.GetString();
+  const bool known = model.params_.objective == "binary" ||
+                     model.params_.objective == "multiclass" ||
+                     model.params_.objective == "regression";
+  if (!known || model.num_outputs_ < 1 ||
+      model.init_score_.size() != static_cast<std::size_t>(model.num_outputs_) ||
+      model.trees_.size() % static_cast<std::size_t>(model.num_outputs_) != 0 || !reader.AtEnd()) {
+    reader.Corrupted("inconsistent model header");
+  }
+  if (model.params_.objective == "multiclass") model.params_.num_class = model.num_outputs_;
+  return model;
+}
+
+void GbmModel::Save(const std::string& path) const { WriteFileAtomically(path, Serialize()); }
+
+GbmModel GbmModel::Load(const std::string& path) {
+  data::ByteBuffer bytes = data::LoadSource(path);
+  return Deserialize(bytes.view(), path);
 }
 
 }  // namespace tabforge::gbm

@@ -90,6 +90,15 @@ class GbmModel {
   // Split counts and gains per feature (numeric features first, then categorical).
   void FeatureImportance(std::vector<double>& splits, std::vector<double>& gains) const;
 
+  // The model as bytes (versioned, checksummed): the same data, parameters and seed give the
+  // same bytes whatever the thread count. Deserialize rejects corrupted, truncated or foreign
+  // bytes with InvalidInput naming `name`.
+  std::string Serialize() const;
+  static GbmModel Deserialize(std::string_view bytes, const std::string& name);
+  // Serialize() written atomically to `path`; Load reads it back.
+  void Save(const std::string& path) const;
+  static GbmModel Load(const std::string& path);
+
  private:
   GbmParams params_;
   int num_outputs_ = 1;             // trees per round

@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/serialize.h"
 
 namespace tabforge::tree {
 namespace {
@@ -114,6 +115,36 @@ int BinMapper::MaxBins() const {
   int most = 1;
   for (const FeatureBins& bins : bins_) most = std::max(most, bins.num_bins);
   return most;
+}
+
+void BinMapper::Write(ByteWriter& writer) const {
+  writer.Put<std::uint32_t>(static_cast<std::uint32_t>(bins_.size()));
+  for (const FeatureBins& bins : bins_) {
+    writer.Put<std::uint8_t>(bins.categorical ? 1 : 0);
+    writer.PutVector(bins.upper_bounds);
+    writer.PutVector(bins.code_to_bin);
+    writer.Put<std::uint16_t>(bins.other_bin);
+    writer.Put<std::int32_t>(bins.num_bins);
+  }
+}
+
+BinMapper BinMapper::Read(ByteReader& reader) {
+  BinMapper mapper;
+  const auto count = reader.Get<std::uint32_t>();
+  for (std::uint32_t feature = 0; feature < count; ++feature) {
+    FeatureBins bins;
+    bins.categorical = reader.Get<std::uint8_t>() != 0;
+    bins.upper_bounds = reader.GetVector<double>();
+    bins.code_to_bin = reader.GetVector<std::uint16_t>();
+    bins.other_bin = reader.Get<std::uint16_t>();
+    bins.num_bins = reader.Get<std::int32_t>();
+    const bool consistent = bins.num_bins >= 1 && bins.num_bins <= 65536 &&
+                            (bins.categorical ? bins.other_bin < bins.num_bins
+                                              : int(bins.upper_bounds.size()) + 1 == bins.num_bins);
+    if (!consistent) reader.Corrupted("inconsistent bins");
+    mapper.bins_.push_back(std::move(bins));
+  }
+  return mapper;
 }
 
 BinMapper BinMapper::Fit(const features::FeatureMatrix& features, const BinningOptions& options,

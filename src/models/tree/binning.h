@@ -15,6 +15,11 @@
 
 #include "features/feature_matrix.h"
 
+namespace tabforge {
+class ByteReader;
+class ByteWriter;
+}  // namespace tabforge
+
 namespace tabforge::tree {
 
 struct BinningOptions {
@@ -66,6 +71,10 @@ class BinMapper {
   const FeatureBins& feature(int index) const { return bins_[index]; }
   // Largest num_bins over the features.
   int MaxBins() const;
+
+  // Appends / reads the fitted bins (for model files).
+  void Write(ByteWriter& writer) const;
+  static BinMapper Read(ByteReader& reader);
 
  private:
   std::vector<FeatureBins> bins_;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/serialize.h"
 
 namespace tabforge::tree {
 
@@ -92,13 +93,64 @@ void Tree::AddImportance(std::vector<double>& splits, std::vector<double>& gains
   }
 }
 
-void Tree::Restore(std::vector<TreeNode> nodes, std::vector<double> leaf_values,
-                   std::vector<std::uint32_t> bitsets, std::vector<int> leaf_depths) {
-  nodes_ = std::move(nodes);
-  leaf_values_ = std::move(leaf_values);
-  bitsets_ = std::move(bitsets);
-  leaf_depths_ = std::move(leaf_depths);
-  leaf_parent_.clear();
+void Tree::Write(ByteWriter& writer) const {
+  writer.Put<std::uint32_t>(static_cast<std::uint32_t>(nodes_.size()));
+  for (const TreeNode& node : nodes_) {
+    writer.Put<std::int32_t>(node.feature);
+    writer.Put<std::uint8_t>((node.categorical ? 1 : 0) | (node.default_left ? 2 : 0));
+    writer.Put<std::uint16_t>(node.threshold_bin);
+    writer.Put<std::uint16_t>(node.missing_bin);
+    writer.Put<double>(node.threshold);
+    writer.Put<std::int32_t>(node.bitset_begin);
+    writer.Put<std::int32_t>(node.bitset_end);
+    writer.Put<std::int32_t>(node.left);
+    writer.Put<std::int32_t>(node.right);
+    writer.Put<double>(node.gain);
+  }
+  writer.PutVector(leaf_values_);
+  writer.PutVector(bitsets_);
+  std::vector<std::int32_t> depths(leaf_depths_.begin(), leaf_depths_.end());
+  writer.PutVector(depths);
+}
+
+Tree Tree::Read(ByteReader& reader, int num_features) {
+  Tree tree;
+  const auto count = reader.Get<std::uint32_t>();
+  for (std::uint32_t index = 0; index < count; ++index) {
+    TreeNode node;
+    node.feature = reader.Get<std::int32_t>();
+    const auto flags = reader.Get<std::uint8_t>();
+    node.categorical = flags & 1;
+    node.default_left = flags & 2;
+    node.threshold_bin = reader.Get<std::uint16_t>();
+    node.missing_bin = reader.Get<std::uint16_t>();
+    node.threshold = reader.Get<double>();
+    node.bitset_begin = reader.Get<std::int32_t>();
+    node.bitset_end = reader.Get<std::int32_t>();
+    node.left = reader.Get<std::int32_t>();
+    node.right = reader.Get<std::int32_t>();
+    node.gain = reader.Get<double>();
+    tree.nodes_.push_back(node);
+  }
+  tree.leaf_values_ = reader.GetVector<double>();
+  tree.bitsets_ = reader.GetVector<std::uint32_t>();
+  std::vector<std::int32_t> depths = reader.GetVector<std::int32_t>();
+  tree.leaf_depths_.assign(depths.begin(), depths.end());
+  const auto nodes = static_cast<std::int32_t>(tree.nodes_.size());
+  const auto leaves = static_cast<std::int32_t>(tree.leaf_values_.size());
+  bool valid = leaves == nodes + 1 && tree.leaf_depths_.size() == tree.leaf_values_.size();
+  for (std::int32_t index = 0; index < nodes; ++index) {
+    const TreeNode& node = tree.nodes_[index];
+    for (std::int32_t child : {node.left, node.right}) {
+      // Children point forward (nodes are made after their parents, so no cycle), or to a leaf.
+      valid = valid && (child >= 0 ? child > index && child < nodes : ~child < leaves);
+    }
+    valid = valid && node.feature >= 0 && node.feature < num_features && node.bitset_begin >= 0 &&
+            node.bitset_begin <= node.bitset_end &&
+            node.bitset_end <= static_cast<std::int32_t>(tree.bitsets_.size());
+  }
+  if (!valid) reader.Corrupted("inconsistent tree");
+  return tree;
 }
 
 }  // namespace tabforge::tree

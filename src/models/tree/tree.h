@@ -9,6 +9,11 @@
 #include "features/feature_matrix.h"
 #include "models/tree/binning.h"
 
+namespace tabforge {
+class ByteReader;
+class ByteWriter;
+}  // namespace tabforge
+
 namespace tabforge::tree {
 
 struct TreeNode {
@@ -49,11 +54,10 @@ class Tree {
   // Split counts and total gain per feature, added into the vectors (num_features long).
   void AddImportance(std::vector<double>& splits, std::vector<double>& gains) const;
 
-  // Flat form for saving: every field, in order.
-  const std::vector<std::uint32_t>& bitsets() const { return bitsets_; }
-  const std::vector<int>& leaf_depths() const { return leaf_depths_; }
-  void Restore(std::vector<TreeNode> nodes, std::vector<double> leaf_values,
-               std::vector<std::uint32_t> bitsets, std::vector<int> leaf_depths);
+  // Appends the tree field by field (so the bytes never hold padding) / reads it back,
+  // checking that every child and feature index is in range (`num_features`).
+  void Write(ByteWriter& writer) const;
+  static Tree Read(ByteReader& reader, int num_features);
 
  private:
   bool GoesLeftBin(const TreeNode& node, int bin) const;

@@ -82,6 +82,33 @@ TEST(Gbm, ThreadCountDoesNotChangeTheModel) {
   EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * sizeof(double)), 0);
 }
 
+TEST(Gbm, ModelBytesDoNotDependOnThreadsAndRoundTrip) {
+  Synthetic data = MakeSynthetic(30000, false, 7);
+  GbmParams params;
+  params.num_iterations = 15;
+  params.bagging_fraction = 0.8;
+  params.bagging_freq = 2;
+  GbmModel one = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1);
+  GbmModel two = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 2);
+  const std::string bytes = one.Serialize();
+  EXPECT_EQ(bytes, two.Serialize());
+  std::string dir = testing::TempDir("gbm_model");
+  one.Save(dir + "/model.gbm");
+  GbmModel loaded = GbmModel::Load(dir + "/model.gbm");
+  EXPECT_EQ(loaded.Serialize(), bytes);
+  std::vector<double> before = one.Predict(data.features);
+  std::vector<double> after = loaded.Predict(data.features);
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(double)), 0);
+  // Every truncation and a flipped byte are reported, never misread.
+  for (std::size_t size : {std::size_t{0}, std::size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
+    EXPECT_THROW(GbmModel::Deserialize(std::string_view(bytes).substr(0, size), "m.gbm"),
+                 InvalidInput);
+  }
+  std::string flipped = bytes;
+  flipped[bytes.size() / 3] ^= 0x40;
+  EXPECT_THROW(GbmModel::Deserialize(flipped, "m.gbm"), InvalidInput);
+}
+
 TEST(Gbm, RegressionLearnsTheSignal) {
   Synthetic train = MakeSynthetic(10000, true, 3);
   Synthetic test = MakeSynthetic(3000, true, 4);
