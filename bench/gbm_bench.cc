@@ -80,9 +80,11 @@ int main(int argc, char** argv) {
 
     gbm::GbmParams params = gbm::GbmParams::FromJson(params_json);
     const int classes = static_cast<int>(summary.classes.size());
-    params.objective = summary.problem_type == ProblemType::kRegression ? "regression"
-                       : classes == 2                                   ? "binary"
-                                                                        : "multiclass";
+    if (summary.problem_type != ProblemType::kRegression) {
+      params.objective = classes == 2 ? "binary" : "multiclass";
+    } else if (!gbm::IsRegressionObjective(params.objective)) {
+      params.objective = "regression";
+    }
     params.num_class = std::max(classes, 1);
     params.Validate();
 

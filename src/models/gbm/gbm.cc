@@ -29,7 +29,7 @@ double Sigmoid(double score) { return 1.0 / (1.0 + std::exp(-score)); }
 void ToPredictions(const std::string& objective, int outputs, const std::vector<double>& raw,
                    std::vector<double>& out) {
   const std::size_t rows = raw.size() / static_cast<std::size_t>(outputs);
-  if (objective == "regression") {
+  if (IsRegressionObjective(objective)) {
     out = raw;
     return;
   }
@@ -51,6 +51,28 @@ void ToPredictions(const std::string& objective, int outputs, const std::vector<
     for (int k = 0; k < outputs; ++k)
       out[row * outputs + k] = std::exp(scores[k] - largest) / total;
   }
+}
+
+// The weighted `quantile` of `values`: the smallest value whose cumulative weight reaches
+// quantile * total (values and weights are reordered).
+double WeightedQuantile(std::vector<std::pair<double, double>>& values, double quantile) {
+  std::sort(values.begin(), values.end());
+  double total = 0;
+  for (const auto& [value, weight] : values) total += weight;
+  double cumulative = 0;
+  for (const auto& [value, weight] : values) {
+    cumulative += weight;
+    if (cumulative >= quantile * total) return value;
+  }
+  return values.empty() ? 0.0 : values.back().first;
+}
+
+// The quantile the leaves of an objective are renewed to, or a negative number when its
+// Newton values are kept.
+double RenewalQuantile(const GbmParams& params) {
+  if (params.objective == "regression_l1") return 0.5;
+  if (params.objective == "quantile") return params.alpha;
+  return -1;
 }
 
 // Features kept for one tree: the ceil(fraction * F) with the smallest keys of (seed, round).
@@ -129,6 +151,11 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       model.init_score_[k] = mean;
     }
   }
+  if (const double quantile = RenewalQuantile(params); quantile > 0) {
+    std::vector<std::pair<double, double>> values;
+    for (std::int64_t row = 0; row < rows; ++row) values.push_back({labels[row], weight[row]});
+    model.init_score_[0] = WeightedQuantile(values, quantile);
+  }
 
   std::vector<double> scores(static_cast<std::size_t>(rows * outputs));
   for (std::int64_t row = 0; row < rows; ++row) {
@@ -137,7 +164,10 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   std::vector<double> valid_scores;
   std::string metric_name = params.metric;
   if (metric_name.empty()) {
-    metric_name = params.objective == "regression" ? "root_mean_squared_error" : "log_loss";
+    metric_name = params.objective == "regression_l1"       ? "mean_absolute_error"
+                  : params.objective == "quantile"          ? "pinball_loss"
+                  : IsRegressionObjective(params.objective) ? "root_mean_squared_error"
+                                                            : "log_loss";
   }
   const bool validating = valid != nullptr && params.early_stopping_round > 0;
   const metrics::MetricInfo* metric = validating ? &metrics::GetMetric(metric_name) : nullptr;
@@ -201,8 +231,17 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         const double p = Sigmoid(s[0]);
         gradients[row] = static_cast<float>((p - labels[row]) * w);
         hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
-      } else if (params.objective == "regression") {
-        gradients[row] = static_cast<float>((s[0] - labels[row]) * w);
+      } else if (IsRegressionObjective(params.objective)) {
+        const double residual = s[0] - labels[row];
+        double gradient = residual;  // L2
+        if (params.objective == "regression_l1") {
+          gradient = residual > 0 ? 1.0 : residual < 0 ? -1.0 : 0.0;
+        } else if (params.objective == "huber") {
+          gradient = std::clamp(residual, -params.alpha, params.alpha);
+        } else if (params.objective == "quantile") {
+          gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
+        }
+        gradients[row] = static_cast<float>(gradient * w);
         hessians[row] = static_cast<float>(w);
       } else {
         const double largest = *std::max_element(s, s + outputs);
@@ -249,6 +288,20 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       quantized.max_abs_gradient = max_gradient;
       tree::Tree tree = grower.Grow(
           bag, quantized, active, params.seed ^ (std::uint64_t(round) * outputs + k), &leaf_of_row);
+      if (const double quantile = RenewalQuantile(params); quantile > 0) {
+        // L1 and quantile leaves take the (weighted) quantile of their rows' residuals, as
+        // LightGBM renews them; Newton steps on a constant hessian would move too little.
+        std::vector<std::vector<std::pair<double, double>>> residuals(
+            static_cast<std::size_t>(tree.num_leaves()));
+        for (std::int32_t row : bag) {
+          residuals[leaf_of_row[row]].push_back({labels[row] - scores[row], weight[row]});
+        }
+        for (int leaf = 0; leaf < tree.num_leaves(); ++leaf) {
+          if (!residuals[leaf].empty()) {
+            tree.leaf_values()[leaf] = WeightedQuantile(residuals[leaf], quantile);
+          }
+        }
+      }
       for (double& value : tree.leaf_values()) value *= params.learning_rate;
       const std::vector<double>& leaf_values = tree.leaf_values();
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
@@ -269,10 +322,13 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     if (validating) {
       std::vector<double> predictions;
       ToPredictions(params.objective, outputs, valid_scores, predictions);
-      const int classes = params.objective == "regression" ? 1
-                          : params.objective == "binary"   ? 2
-                                                           : outputs;
-      const double score = metrics::Score(metric_name, valid_labels, {predictions, classes});
+      const int classes = IsRegressionObjective(params.objective) ? 1
+                          : params.objective == "binary"          ? 2
+                                                                  : outputs;
+      metrics::MetricParams metric_params;
+      metric_params.quantile = params.objective == "quantile" ? params.alpha : 0.5;
+      const double score =
+          metrics::Score(metric_name, valid_labels, {predictions, classes}, {}, metric_params);
       if (round == 0 || metrics::IsBetter(*metric, score, best_score)) {
         best_score = score;
         best_round = round + 1;
@@ -357,9 +413,7 @@ GbmModel GbmModel::Deserialize(std::string_view bytes, const std::string& name) 
   }
   model.report_.iterations = reader.Get<std::int32_t>();
   model.report_.stop_reason = reader.GetString();
-  const bool known = model.params_.objective == "binary" ||
-                     model.params_.objective == "multiclass" ||
-                     model.params_.objective == "regression";
+  const bool known = IsKnownObjective(model.params_.objective);
   if (!known || model.num_outputs_ < 1 ||
       model.init_score_.size() != static_cast<std::size_t>(model.num_outputs_) ||
       model.trees_.size() % static_cast<std::size_t>(model.num_outputs_) != 0 || !reader.AtEnd()) {

@@ -20,12 +20,15 @@ namespace tabforge::gbm {
 
 // Parameters under LightGBM's names; defaults are LightGBM's.
 struct GbmParams {
-  std::string objective = "binary";  // binary, multiclass, regression
-  int num_class = 1;                 // classes for multiclass (set from the data by callers)
-  int num_iterations = 100;          // boosting rounds, at most
-  double learning_rate = 0.1;        // shrinkage of every tree's output
-  int num_leaves = 31;               // leaves per tree, at most
-  int max_depth = -1;                // depth limit; <= 0 means none
+  // binary, multiclass, regression (L2), regression_l1, huber, quantile; FromJson also takes
+  // LightGBM's aliases (l2, mse, l1, mae, ...)
+  std::string objective = "binary";
+  double alpha = 0.9;          // huber: the delta; quantile: the target quantile
+  int num_class = 1;           // classes for multiclass (set from the data by callers)
+  int num_iterations = 100;    // boosting rounds, at most
+  double learning_rate = 0.1;  // shrinkage of every tree's output
+  int num_leaves = 31;         // leaves per tree, at most
+  int max_depth = -1;          // depth limit; <= 0 means none
   std::int64_t min_data_in_leaf = 20;
   double min_sum_hessian_in_leaf = 1e-3;
   double lambda_l1 = 0;
@@ -58,6 +61,10 @@ struct GbmParams {
   // InvalidInput listing the valid ones.
   static GbmParams FromJson(const std::string& json);
 };
+
+// Whether `objective` is one GbmParams accepts / one of the regression objectives.
+bool IsKnownObjective(const std::string& objective);
+bool IsRegressionObjective(const std::string& objective);
 
 // Why and when training ended.
 struct FitReport {

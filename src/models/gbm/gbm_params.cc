@@ -16,13 +16,25 @@ namespace {
 
 }  // namespace
 
+bool IsKnownObjective(const std::string& objective) {
+  return objective == "binary" || objective == "multiclass" || IsRegressionObjective(objective);
+}
+
+bool IsRegressionObjective(const std::string& objective) {
+  return objective == "regression" || objective == "regression_l1" || objective == "huber" ||
+         objective == "quantile";
+}
+
 void GbmParams::Validate() const {
-  if (objective != "binary" && objective != "multiclass" && objective != "regression") {
-    throw InvalidInput(
-        fmt::format("GBM parameter objective = '{}' is not supported: use binary, "
-                    "multiclass or regression",
-                    objective));
+  if (!IsKnownObjective(objective)) {
+    throw InvalidInput(fmt::format(
+        "GBM parameter objective = '{}' is not supported: use binary, multiclass, regression, "
+        "regression_l1, huber or quantile",
+        objective));
   }
+  if (objective == "quantile" && !(alpha > 0 && alpha < 1))
+    OutOfRange("alpha", alpha, "(0, 1) for quantile");
+  if (objective == "huber" && !(alpha > 0)) OutOfRange("alpha", alpha, "greater than 0 for huber");
   if (objective == "multiclass" && num_class < 3)
     OutOfRange("num_class", num_class, "at least 3 for multiclass");
   if (num_iterations < 1) OutOfRange("num_iterations", num_iterations, "at least 1");
@@ -74,7 +86,26 @@ GbmParams GbmParams::FromJson(const std::string& json) {
         [&field](const nlohmann::json& v) { field = v.get<std::decay_t<decltype(field)>>(); });
   };
   const std::map<std::string, Setter> setters = {
-      {"objective", [&](const nlohmann::json& v) { params.objective = v.get<std::string>(); }},
+      {"objective",
+       [&](const nlohmann::json& v) {
+         // LightGBM's aliases of the objectives.
+         static const std::map<std::string, std::string> kAliases = {
+             {"l2", "regression"},
+             {"mse", "regression"},
+             {"mean_squared_error", "regression"},
+             {"regression_l2", "regression"},
+             {"l1", "regression_l1"},
+             {"mae", "regression_l1"},
+             {"mean_absolute_error", "regression_l1"},
+             {"multiclassova", "multiclass"},
+             {"softmax", "multiclass"},
+             {"logistic", "binary"}};
+         params.objective = v.get<std::string>();
+         if (auto alias = kAliases.find(params.objective); alias != kAliases.end()) {
+           params.objective = alias->second;
+         }
+       }},
+      {"alpha", set(params.alpha)},
       {"num_class", set(params.num_class)},
       {"num_iterations", set(params.num_iterations)},
       {"num_boost_round", set(params.num_iterations)},

@@ -120,6 +120,34 @@ TEST(Gbm, RegressionLearnsTheSignal) {
   EXPECT_GT(metrics::Score("r2", test.labels, {predictions, 1}), 0.9);
 }
 
+// The share of rows whose label lies below the prediction.
+double Coverage(const std::vector<double>& labels, const std::vector<double>& predictions) {
+  double below = 0;
+  for (std::size_t row = 0; row < labels.size(); ++row) below += labels[row] < predictions[row];
+  return below / double(labels.size());
+}
+
+TEST(Gbm, RobustAndQuantileObjectives) {
+  Synthetic train = MakeSynthetic(10000, true, 11);
+  Synthetic test = MakeSynthetic(4000, true, 12);
+  GbmParams params = GbmParams::FromJson(R"({"objective": "quantile", "alpha": 0.9})");
+  GbmModel upper = GbmModel::Fit(train.features, train.labels, {}, nullptr, {}, params, 2);
+  // A 0.9-quantile model has about 90% of the labels below it (100 shrunk rounds stop a little
+  // short: 87% here, as boosted quantile models typically do).
+  EXPECT_NEAR(Coverage(test.labels, upper.Predict(test.features)), 0.9, 0.05);
+  params = GbmParams::FromJson(R"({"objective": "mae"})");
+  EXPECT_EQ(params.objective, "regression_l1");
+  GbmModel median = GbmModel::Fit(train.features, train.labels, {}, nullptr, {}, params, 2);
+  std::vector<double> predictions = median.Predict(test.features);
+  EXPECT_NEAR(Coverage(test.labels, predictions), 0.5, 0.03);
+  EXPECT_GT(metrics::Score("r2", test.labels, {predictions, 1}), 0.85);
+  params = GbmParams::FromJson(R"({"objective": "huber", "alpha": 1.0})");
+  GbmModel huber = GbmModel::Fit(train.features, train.labels, {}, nullptr, {}, params, 2);
+  EXPECT_GT(metrics::Score("r2", test.labels, {huber.Predict(test.features), 1}), 0.85);
+  EXPECT_THROW(GbmParams::FromJson(R"({"objective": "quantile", "alpha": 1.5})"), InvalidInput);
+  EXPECT_THROW(GbmParams::FromJson(R"({"objective": "poisson"})"), InvalidInput);
+}
+
 TEST(Gbm, EarlyStoppingAndDeadline) {
   Synthetic train = MakeSynthetic(3000, false, 5);
   Synthetic valid = MakeSynthetic(1000, false, 6);
