@@ -1,6 +1,11 @@
-// GBM benchmark on a train/test pair of CSV files.
+// GBM benchmark on a train/test pair of CSV files or on generated data.
 //   gbm_bench --train FILE --test FILE --label COL [--params JSON] [--threads N]
 //             [--valid-fraction F]
+//   gbm_bench --synthetic ROWS,FEATURES,SEED [--write-data DIR] [--params JSON] ...
+// The synthetic problem is HIGGS-like: dense standard-normal features and a binary label from
+// a nonlinear function of the first 14 plus noise (test ROC AUC about 0.8), ROWS training rows
+// and ROWS/4 test rows; --write-data also writes DIR/train.csv and DIR/test.csv (label "label")
+// so peers train on exactly the same rows.
 // Fits the feature pipeline on train, trains the GBM (early stopping on a held-out fraction of
 // train when --valid-fraction is set and the params enable early_stopping_round) and prints
 // one JSON line: dataset, rows, params, threads, device, the test metrics under their
@@ -14,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "core/serialize.h"
 #include "core/timer.h"
 #include "data/csv_reader.h"
 #include "data/problem_type.h"
@@ -52,6 +58,101 @@ std::vector<double> Labels(const data::Table& table, const data::LabelSummary& s
   return labels;
 }
 
+struct Problem {
+  std::string dataset;
+  features::FeatureMatrix all;  // training rows (before any validation split)
+  features::FeatureMatrix test;
+  std::vector<double> all_labels;
+  std::vector<double> test_labels;
+  ProblemType type = ProblemType::kBinary;
+  int classes = 2;
+};
+
+Problem LoadCsvProblem(const std::string& train_path, const std::string& test_path,
+                       const std::string& label, int threads) {
+  data::Table train_table = data::ReadCsv(train_path);
+  data::Table test_table = data::ReadCsv(test_path);
+  data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
+  features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train_table, label);
+  Problem problem;
+  problem.dataset = train_path;
+  problem.all = pipeline.Transform(train_table, threads);
+  problem.test = pipeline.Transform(test_table, threads);
+  problem.all_labels = Labels(train_table, summary);
+  problem.test_labels = Labels(test_table, summary);
+  problem.type = problem.type;
+  problem.classes = static_cast<int>(summary.classes.size());
+  return problem;
+}
+
+// Rows [first, first + rows) of the synthetic problem: features from counter-based normals
+// (Box-Muller), so any row can be made on its own.
+void MakeSyntheticRows(std::int64_t first, std::int64_t rows, int feature_count, std::uint64_t seed,
+                       features::FeatureMatrix& out, std::vector<double>& labels) {
+  out.num_rows = rows;
+  out.numeric.assign(static_cast<std::size_t>(rows) * feature_count, 0.0f);
+  out.numeric_info.clear();
+  for (int feature = 0; feature < feature_count; ++feature) {
+    out.numeric_info.push_back({fmt::format("f{}", feature), fmt::format("f{}", feature), 0});
+  }
+  labels.assign(static_cast<std::size_t>(rows), 0.0);
+  auto normal = [&](std::uint64_t stream, std::uint64_t counter) {
+    const double u1 = RandomUniform(seed, stream, 2 * counter) + 1e-300;
+    const double u2 = RandomUniform(seed, stream, 2 * counter + 1);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  };
+#pragma omp parallel for schedule(static)
+  for (std::int64_t index = 0; index < rows; ++index) {
+    const std::uint64_t row = static_cast<std::uint64_t>(first + index);
+    std::vector<double> x(static_cast<std::size_t>(feature_count));
+    for (int feature = 0; feature < feature_count; ++feature) {
+      x[feature] = normal(feature, row);
+      out.numeric[static_cast<std::size_t>(feature) * rows + index] =
+          static_cast<float>(x[feature]);
+    }
+    auto at = [&](int feature) { return feature < feature_count ? x[feature] : 0.0; };
+    double signal = at(0) * at(1) + std::sin(2 * at(2)) + 0.5 * at(3) * at(3) +
+                    std::tanh(at(4) + at(5)) - 0.5 * at(6) * at(7) * at(8) - 0.5;
+    for (int feature = 9; feature < 14; ++feature) signal += 0.3 * at(feature);
+    labels[index] = signal + 1.6 * normal(1000, row) > 0 ? 1.0 : 0.0;
+  }
+}
+
+Problem MakeSyntheticProblem(const std::string& spec) {
+  long long rows = 0, feature_count = 0;
+  unsigned long long seed = 0;
+  if (std::sscanf(spec.c_str(), "%lld,%lld,%llu", &rows, &feature_count, &seed) != 3 ||
+      rows < 100 || feature_count < 1) {
+    throw InvalidInput(
+        fmt::format("--synthetic '{}': expected ROWS,FEATURES,SEED with ROWS >= "
+                    "100, e.g. 1000000,28,0",
+                    spec));
+  }
+  Problem problem;
+  problem.dataset = fmt::format("synthetic:{}", spec);
+  MakeSyntheticRows(0, rows, static_cast<int>(feature_count), seed, problem.all,
+                    problem.all_labels);
+  MakeSyntheticRows(rows, rows / 4, static_cast<int>(feature_count), seed, problem.test,
+                    problem.test_labels);
+  return problem;
+}
+
+void WriteCsv(const std::string& path, const features::FeatureMatrix& matrix,
+              const std::vector<double>& labels) {
+  std::string text;
+  for (int feature = 0; feature < matrix.num_numeric(); ++feature) {
+    text += matrix.numeric_info[feature].name + ",";
+  }
+  text += "label\n";
+  for (std::int64_t row = 0; row < matrix.num_rows; ++row) {
+    for (int feature = 0; feature < matrix.num_numeric(); ++feature) {
+      fmt::format_to(std::back_inserter(text), "{},", matrix.NumericColumn(feature)[row]);
+    }
+    fmt::format_to(std::back_inserter(text), "{}\n", labels[row]);
+  }
+  WriteFileAtomically(path, text);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,28 +160,31 @@ int main(int argc, char** argv) {
     const std::string train_path = ArgValue(argc, argv, "--train", "");
     const std::string test_path = ArgValue(argc, argv, "--test", "");
     const std::string label = ArgValue(argc, argv, "--label", "");
-    if (train_path.empty() || test_path.empty() || label.empty()) {
+    const std::string synthetic = ArgValue(argc, argv, "--synthetic", "");
+    if (synthetic.empty() && (train_path.empty() || test_path.empty() || label.empty())) {
       std::fprintf(stderr,
-                   "usage: gbm_bench --train FILE --test FILE --label COL [--params JSON] "
-                   "[--threads N] [--valid-fraction F]\n");
+                   "usage: gbm_bench (--train FILE --test FILE --label COL | --synthetic "
+                   "ROWS,FEATURES,SEED [--write-data DIR]) [--params JSON] [--threads N] "
+                   "[--valid-fraction F]\n");
       return 2;
     }
     const std::string params_json = ArgValue(argc, argv, "--params", "{}");
     const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));
     const double valid_fraction = std::stod(ArgValue(argc, argv, "--valid-fraction", "0"));
 
-    data::Table train_table = data::ReadCsv(train_path);
-    data::Table test_table = data::ReadCsv(test_path);
-    data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
-    features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train_table, label);
-    features::FeatureMatrix all = pipeline.Transform(train_table, threads);
-    features::FeatureMatrix test = pipeline.Transform(test_table, threads);
-    std::vector<double> all_labels = Labels(train_table, summary);
-    std::vector<double> test_labels = Labels(test_table, summary);
-
+    Problem problem = synthetic.empty() ? LoadCsvProblem(train_path, test_path, label, threads)
+                                        : MakeSyntheticProblem(synthetic);
+    if (const std::string dir = ArgValue(argc, argv, "--write-data", ""); !dir.empty()) {
+      WriteCsv(dir + "/train.csv", problem.all, problem.all_labels);
+      WriteCsv(dir + "/test.csv", problem.test, problem.test_labels);
+    }
+    const features::FeatureMatrix& all = problem.all;
+    const features::FeatureMatrix& test = problem.test;
+    const std::vector<double>& all_labels = problem.all_labels;
+    const std::vector<double>& test_labels = problem.test_labels;
     gbm::GbmParams params = gbm::GbmParams::FromJson(params_json);
-    const int classes = static_cast<int>(summary.classes.size());
-    if (summary.problem_type != ProblemType::kRegression) {
+    const int classes = problem.classes;
+    if (problem.type != ProblemType::kRegression) {
       params.objective = classes == 2 ? "binary" : "multiclass";
     } else if (!gbm::IsRegressionObjective(params.objective)) {
       params.objective = "regression";
@@ -106,7 +210,7 @@ int main(int argc, char** argv) {
     std::vector<double> predictions = model.Predict(test, threads);
     const double predict_seconds = predict_watch.Seconds();
     const metrics::Predictions scored{
-        predictions, summary.problem_type == ProblemType::kRegression ? 1 : std::max(classes, 2)};
+        predictions, problem.type == ProblemType::kRegression ? 1 : std::max(classes, 2)};
     std::string metric_json;
     auto add = [&](const char* name) {
       metric_json += fmt::format(",\"{}\":{:.6f}", name, metrics::Score(name, test_labels, scored));
@@ -128,9 +232,10 @@ int main(int argc, char** argv) {
         "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"cpu\"{},"
         "\"bin_seconds\":{:.4f},\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
         "\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{}}}\n",
-        train_path, fit.num_rows, params_json, threads, metric_json, model.report().bin_seconds,
-        model.report().train_seconds, predict_seconds, model.report().iterations,
-        model.report().stop_reason, static_cast<long long>(usage.ru_maxrss) * 1024);
+        problem.dataset, fit.num_rows, params_json, threads, metric_json,
+        model.report().bin_seconds, model.report().train_seconds, predict_seconds,
+        model.report().iterations, model.report().stop_reason,
+        static_cast<long long>(usage.ru_maxrss) * 1024);
     return 0;
   } catch (const tabforge::Error& error) {
     std::fprintf(stderr, "gbm_bench: %s\n", error.what());
