@@ -7,12 +7,7 @@
 #include <vector>
 
 #include "features/feature_matrix.h"
-#include "models/tree/binning.h"
-
-namespace tabforge {
-class ByteReader;
-class ByteWriter;
-}  // namespace tabforge
+#include "models/tree/binning.h"  // also declares ByteReader and ByteWriter
 
 namespace tabforge::tree {
 
