@@ -195,8 +195,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
 
   std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
   std::vector<float> hessians(gradients.size());
-  std::vector<std::int8_t> quantized_gradients(static_cast<std::size_t>(rows));
-  std::vector<std::int64_t> fixed_hessians(static_cast<std::size_t>(rows));
+  std::vector<tree::HistogramBin> pairs(static_cast<std::size_t>(rows));
   std::vector<float> class_gradient(static_cast<std::size_t>(rows));
   std::vector<float> class_hessian(static_cast<std::size_t>(rows));
   std::vector<std::int32_t> bag;
@@ -208,6 +207,18 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   int rounds_without_gain = 0;
   model.report_.stop_reason = "num_iterations reached";
 
+  // Gradients are quantized to integers in [-level, level]: num_grad_quant_bins levels, or
+  // without quantized training the finest the packed histogram sums hold exactly.
+  const std::int64_t finest = tree::MaxGradientLevel(rows);
+  const std::int64_t level = params.use_quantized_grad
+                                 ? params.num_grad_quant_bins / 2
+                                 : std::min<std::int64_t>(finest, std::int64_t(1) << 20);
+  if (level > finest) {
+    throw InvalidInput(fmt::format(
+        "num_grad_quant_bins {} is too many for {} training rows: gradient sums would overflow "
+        "the histogram cells; use at most {}",
+        params.num_grad_quant_bins, rows, 2 * finest));
+  }
   for (int round = 0; round < params.num_iterations; ++round) {
     if (deadline.Expired()) {
       model.report_.stop_reason = "deadline";
@@ -261,6 +272,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         model.mapper_.num_features(), params.feature_fraction, params.seed, round);
     for (int k = 0; k < outputs; ++k) {
       double max_gradient = 0, max_hessian = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
+    reduction(max : max_gradient, max_hessian)
       for (std::int64_t row = 0; row < rows; ++row) {
         class_gradient[row] = gradients[row * outputs + k];
         class_hessian[row] = hessians[row * outputs + k];
@@ -268,22 +281,20 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         max_hessian = std::max(max_hessian, double(class_hessian[row]));
       }
       // Quantize the gradients with stochastic rounding keyed by (seed, round and output,
-      // row); hessians go to fixed point.
-      const int levels = params.num_grad_quant_bins;
+      // row) to integers in [-level, level]; hessians go to fixed point.
       tree::QuantizedGradients quantized;
-      quantized.gradient_scale = max_gradient > 0 ? max_gradient / (levels / 2) : 1.0;
+      quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
       const double hessian_fixed = tree::FixedPointScale(max_hessian, rows);
       quantized.hessian_scale = 1.0 / hessian_fixed;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double g = class_gradient[row] / quantized.gradient_scale;
-        quantized_gradients[row] =
-            static_cast<std::int8_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
-        fixed_hessians[row] = std::llround(double(class_hessian[row]) * hessian_fixed);
+        const auto q = static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
+        pairs[row] = tree::HistogramBin::Row(std::clamp<std::int64_t>(q, -level, level),
+                                             std::llround(double(class_hessian[row]) * hessian_fixed));
       }
-      quantized.gradients = quantized_gradients.data();
-      quantized.hessians = fixed_hessians.data();
+      quantized.pairs = pairs.data();
       quantized.exact_gradients = class_gradient.data();
       quantized.max_abs_gradient = max_gradient;
       tree::Tree tree = grower.Grow(

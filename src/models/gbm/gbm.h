@@ -48,7 +48,10 @@ struct GbmParams {
   double cat_l2 = 10;
   std::int64_t min_data_per_group = 100;
   double scale_pos_weight = 1;   // binary: weight of positive rows
-  int num_grad_quant_bins = 4;   // quantization levels of gradients (quantized training)
+  bool use_quantized_grad = true;  // gradients quantized to num_grad_quant_bins levels; when
+                                   // false, to the finest integer resolution the histogram
+                                   // sums hold (at least 2^31 / rows levels each side)
+  int num_grad_quant_bins = 4;     // quantization levels of gradients (quantized training)
   int early_stopping_round = 0;  // stop after this many rounds without improvement (0 = off)
   std::string metric;            // early-stopping metric (src/metrics name); "" = the
                                  // objective's loss (log_loss or root_mean_squared_error)

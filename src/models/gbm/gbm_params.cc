@@ -141,6 +141,7 @@ GbmParams GbmParams::FromJson(const std::string& json) {
       {"min_data_per_group", set(params.min_data_per_group)},
       {"scale_pos_weight", set(params.scale_pos_weight)},
       {"num_grad_quant_bins", set(params.num_grad_quant_bins)},
+      {"use_quantized_grad", set(params.use_quantized_grad)},
       {"early_stopping_round", set(params.early_stopping_round)},
       {"early_stopping_rounds", set(params.early_stopping_round)},
       {"metric", [&](const nlohmann::json& v) { params.metric = v.get<std::string>(); }},
@@ -159,7 +160,9 @@ GbmParams GbmParams::FromJson(const std::string& json) {
     } catch (const nlohmann::json::exception&) {
       throw InvalidInput(fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key,
                                      value.dump(),
-                                     key == "objective" || key == "metric" ? "string" : "number"));
+                                     key == "objective" || key == "metric"  ? "string"
+                                     : key == "use_quantized_grad" ? "boolean"
+                                                                   : "number"));
     }
   }
   params.Validate();

@@ -214,26 +214,28 @@ BinMatrix ApplyBins(const BinMapper& mapper, const features::FeatureMatrix& feat
   } else {
     matrix.bins8.resize(cells);
   }
-  constexpr std::int64_t kBlockRows = 1 << 16;
-  const std::int64_t blocks =
-      std::max<std::int64_t>(1, (matrix.num_rows + kBlockRows - 1) / kBlockRows);
-  const std::int64_t items = blocks * matrix.num_features;
+  // Blocks of rows small enough that a block's cells stay in cache while each feature's
+  // column is written into them with a stride.
+  constexpr std::int64_t kBlockRows = 4096;
+  const std::int64_t blocks = (matrix.num_rows + kBlockRows - 1) / kBlockRows;
   const int numeric = features.num_numeric();
-#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const int feature = static_cast<int>(item / blocks);
-    const std::int64_t begin = item % blocks * kBlockRows;
+  const int width = matrix.num_features;
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 4)
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int64_t begin = block * kBlockRows;
     const std::int64_t end = std::min(matrix.num_rows, begin + kBlockRows);
-    const FeatureBins& bins = mapper.feature(feature);
-    const std::size_t offset = static_cast<std::size_t>(feature) * matrix.num_rows;
-    for (std::int64_t row = begin; row < end; ++row) {
-      const int bin = feature < numeric
-                          ? bins.NumericBin(features.NumericColumn(feature)[row])
-                          : bins.CategoryBin(features.CategoricalColumn(feature - numeric)[row]);
-      if (wide) {
-        matrix.bins16[offset + row] = static_cast<std::uint16_t>(bin);
-      } else {
-        matrix.bins8[offset + row] = static_cast<std::uint8_t>(bin);
+    for (int feature = 0; feature < width; ++feature) {
+      const FeatureBins& bins = mapper.feature(feature);
+      for (std::int64_t row = begin; row < end; ++row) {
+        const int bin = feature < numeric
+                            ? bins.NumericBin(features.NumericColumn(feature)[row])
+                            : bins.CategoryBin(features.CategoricalColumn(feature - numeric)[row]);
+        const std::size_t at = static_cast<std::size_t>(row) * width + feature;
+        if (wide) {
+          matrix.bins16[at] = static_cast<std::uint16_t>(bin);
+        } else {
+          matrix.bins8[at] = static_cast<std::uint8_t>(bin);
+        }
       }
     }
   }

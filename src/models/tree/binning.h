@@ -5,8 +5,8 @@
 //               midpoints between distinct values; one dedicated bin for missing (NaN)
 //   categorical the pipeline's codes, most frequent first, one bin each up to max_cat_bins;
 //               the rest share one bin
-// The bin matrix is column-major with 8-bit cells when every feature has at most 256 bins
-// and 16-bit cells otherwise.
+// The bin matrix is row-major (a row's bins are contiguous, so a histogram pass reads each row
+// once) with 8-bit cells when every feature has at most 256 bins and 16-bit cells otherwise.
 #pragma once
 
 #include <cstdint>
@@ -80,7 +80,7 @@ class BinMapper {
   std::vector<FeatureBins> bins_;
 };
 
-// The binned rows, column-major: feature f, row r is at f * num_rows + r, in whichever of
+// The binned rows, row-major: row r, feature f is at r * num_features + f, in whichever of
 // bins8 / bins16 is used (the other is empty).
 struct BinMatrix {
   std::int64_t num_rows = 0;
@@ -90,7 +90,7 @@ struct BinMatrix {
 
   bool wide() const { return !bins16.empty(); }
   int Bin(int feature, std::int64_t row) const {
-    std::size_t at = static_cast<std::size_t>(feature) * num_rows + row;
+    std::size_t at = static_cast<std::size_t>(row) * num_features + feature;
     return wide() ? bins16[at] : bins8[at];
   }
 };

@@ -7,6 +7,12 @@
 #include "core/error.h"
 #include "core/random.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define TFG_PREFETCH(address) __builtin_prefetch(address)
+#else
+#define TFG_PREFETCH(address) ((void)(address))
+#endif
+
 namespace tabforge::tree {
 
 struct TreeGrower::Split {
@@ -69,27 +75,26 @@ void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const H
   const double g_scale = gradients.gradient_scale;
   const double h_scale = gradients.hessian_scale;
   const double parent =
-      LeafGain(Real(total.gradient, g_scale), Real(total.hessian, h_scale), params_.reg);
-  for (int missing_left = 0; missing_left < (missing.count > 0 ? 2 : 1); ++missing_left) {
+      LeafGain(Real(total.gradient(), g_scale), Real(total.hessian, h_scale), params_.reg);
+  const std::int64_t missing_count = missing.count();
+  const std::int64_t total_count = total.count();
+  for (int missing_left = 0; missing_left < (missing_count > 0 ? 2 : 1); ++missing_left) {
     HistogramBin left = missing_left ? missing : HistogramBin{};
     // With missing values on the right, "all values left" is a split too.
-    const int last = missing_left || missing.count == 0 ? num_bins - 3 : num_bins - 2;
+    const int last = missing_left || missing_count == 0 ? num_bins - 3 : num_bins - 2;
     for (int threshold = 0; threshold <= last; ++threshold) {
-      left.gradient += histogram[threshold].gradient;
-      left.hessian += histogram[threshold].hessian;
-      left.count += histogram[threshold].count;
-      const std::int64_t right_count = total.count - left.count;
-      if (left.count < params_.min_data_in_leaf) continue;
-      if (right_count < params_.min_data_in_leaf) break;
-      const double left_g = Real(left.gradient, g_scale);
+      left += histogram[threshold];
+      const std::int64_t left_count = left.count();
+      if (left_count < params_.min_data_in_leaf) continue;
+      if (total_count - left_count < params_.min_data_in_leaf) break;
+      const HistogramBin right = total - left;
       const double left_h = Real(left.hessian, h_scale);
-      const double right_g = Real(total.gradient - left.gradient, g_scale);
-      const double right_h = Real(total.hessian - left.hessian, h_scale);
+      const double right_h = Real(right.hessian, h_scale);
       if (left_h < params_.min_sum_hessian_in_leaf || right_h < params_.min_sum_hessian_in_leaf) {
         continue;
       }
-      const double gain =
-          LeafGain(left_g, left_h, params_.reg) + LeafGain(right_g, right_h, params_.reg) - parent;
+      const double gain = LeafGain(Real(left.gradient(), g_scale), left_h, params_.reg) +
+                          LeafGain(Real(right.gradient(), g_scale), right_h, params_.reg) - parent;
       if (gain > best.gain) {
         best.gain = gain;
         best.feature = feature;
@@ -110,28 +115,25 @@ void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
   const double h_scale = gradients.hessian_scale;
   std::vector<int> used;
   for (int bin = 0; bin < num_bins; ++bin) {
-    if (histogram[bin].count > 0) used.push_back(bin);
+    if (histogram[bin].count() > 0) used.push_back(bin);
   }
   if (used.size() < 2) return;
   auto consider = [&](const std::vector<int>& left_side, const LeafRegularization& reg) {
     HistogramBin left;
-    for (int bin : left_side) {
-      left.gradient += histogram[bin].gradient;
-      left.hessian += histogram[bin].hessian;
-      left.count += histogram[bin].count;
-    }
-    if (left.count < params_.min_data_in_leaf ||
-        total.count - left.count < params_.min_data_in_leaf) {
+    for (int bin : left_side) left += histogram[bin];
+    if (left.count() < params_.min_data_in_leaf ||
+        total.count() - left.count() < params_.min_data_in_leaf) {
       return;
     }
+    const HistogramBin right = total - left;
     const double left_h = Real(left.hessian, h_scale);
-    const double right_h = Real(total.hessian - left.hessian, h_scale);
+    const double right_h = Real(right.hessian, h_scale);
     if (left_h < params_.min_sum_hessian_in_leaf || right_h < params_.min_sum_hessian_in_leaf) {
       return;
     }
-    const double gain = LeafGain(Real(left.gradient, g_scale), left_h, reg) +
-                        LeafGain(Real(total.gradient - left.gradient, g_scale), right_h, reg) -
-                        LeafGain(Real(total.gradient, g_scale), Real(total.hessian, h_scale), reg);
+    const double gain = LeafGain(Real(left.gradient(), g_scale), left_h, reg) +
+                        LeafGain(Real(right.gradient(), g_scale), right_h, reg) -
+                        LeafGain(Real(total.gradient(), g_scale), Real(total.hessian, h_scale), reg);
     if (gain > best.gain) {
       best.gain = gain;
       best.feature = feature;
@@ -149,11 +151,11 @@ void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
   // prefix (from either end) of up to max_cat_threshold categories.
   std::vector<int> candidates;
   for (int bin : used) {
-    if (histogram[bin].count >= params_.min_data_per_group) candidates.push_back(bin);
+    if (histogram[bin].count() >= params_.min_data_per_group) candidates.push_back(bin);
   }
   if (candidates.size() < 2) return;
   auto score = [&](int bin) {
-    return Real(histogram[bin].gradient, g_scale) /
+    return Real(histogram[bin].gradient(), g_scale) /
            (Real(histogram[bin].hessian, h_scale) + params_.cat_smooth);
   };
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -173,71 +175,186 @@ void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
   }
 }
 
-void TreeGrower::FindBestSplit(Leaf& leaf, const HistogramBin* histogram,
-                               const QuantizedGradients& gradients,
-                               const std::vector<std::uint8_t>& active, std::uint64_t seed,
-                               std::uint64_t node_key) {
-  leaf.best = Split{};
-  if (params_.max_depth > 0 && leaf.depth >= params_.max_depth) return;
-  if (leaf.end - leaf.begin < 2 * params_.min_data_in_leaf) return;
-  const int features = mapper_.num_features();
-  std::vector<std::uint8_t> tried = active;
-  if (params_.feature_fraction_bynode < 1.0) {
-    // Keep the ceil(fraction * active) features with the smallest keys for this node.
-    std::vector<std::pair<double, int>> keys;
-    for (int feature = 0; feature < features; ++feature) {
-      if (active[feature])
-        keys.push_back({RandomUniform(seed, kNodeFeatureStream ^ node_key, feature), feature});
-    }
-    std::sort(keys.begin(), keys.end());
-    const auto keep =
-        static_cast<std::size_t>(std::ceil(params_.feature_fraction_bynode * double(keys.size())));
-    std::fill(tried.begin(), tried.end(), 0);
-    for (std::size_t index = 0; index < keep && index < keys.size(); ++index) {
-      tried[keys[index].second] = 1;
-    }
-  }
-  std::vector<Split> per_feature(static_cast<std::size_t>(features));
-  // Scanning is cheap next to histograms: a parallel region pays off only on wide, large leaves
-  // (and small regions are costly when other fits share the cores).
-  const bool parallel = features >= 32 && leaf.end - leaf.begin >= 20000;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (parallel)
+std::vector<std::uint8_t> TreeGrower::NodeFeatures(const std::vector<std::uint8_t>& active,
+                                                   std::uint64_t seed,
+                                                   std::uint64_t node_key) const {
+  if (params_.feature_fraction_bynode >= 1.0) return active;
+  // Keep the ceil(fraction * active) features with the smallest keys for this node.
+  const int features = static_cast<int>(active.size());
+  std::vector<std::pair<double, int>> keys;
   for (int feature = 0; feature < features; ++feature) {
-    if (!tried[feature]) continue;
-    const HistogramBin* feature_histogram = histogram + layout_.offsets[feature];
-    if (mapper_.feature(feature).categorical) {
-      ScanCategorical(feature, feature_histogram, leaf.total, gradients, per_feature[feature]);
-    } else {
-      ScanNumeric(feature, feature_histogram, leaf.total, gradients, per_feature[feature]);
+    if (active[feature])
+      keys.push_back({RandomUniform(seed, kNodeFeatureStream ^ node_key, feature), feature});
+  }
+  std::sort(keys.begin(), keys.end());
+  const auto keep =
+      static_cast<std::size_t>(std::ceil(params_.feature_fraction_bynode * double(keys.size())));
+  std::vector<std::uint8_t> tried(active.size(), 0);
+  for (std::size_t index = 0; index < keep && index < keys.size(); ++index) {
+    tried[keys[index].second] = 1;
+  }
+  return tried;
+}
+
+void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* histograms,
+                                const std::uint64_t* node_keys, int count,
+                                const QuantizedGradients& gradients,
+                                const std::vector<std::uint8_t>& active, std::uint64_t seed) {
+  const int features = mapper_.num_features();
+  std::vector<std::vector<std::uint8_t>> tried(static_cast<std::size_t>(count));
+  std::int64_t rows = 0;
+  for (int at = 0; at < count; ++at) {
+    Leaf& leaf = *leaves[at];
+    leaf.best = Split{};
+    const bool splittable = (params_.max_depth <= 0 || leaf.depth < params_.max_depth) &&
+                            leaf.end - leaf.begin >= 2 * params_.min_data_in_leaf;
+    if (splittable) {
+      tried[at] = NodeFeatures(active, seed, node_keys[at]);
+      rows += leaf.end - leaf.begin;
     }
   }
-  for (Split& split : per_feature) {
+  std::vector<Split> candidates(static_cast<std::size_t>(count) * features);
+  // The (leaf, feature) scans are independent; a parallel region pays off once the leaves
+  // hold enough rows (small regions are costly when other fits share the cores).
+  const int tasks = count * features;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (rows >= 4096)
+  for (int task = 0; task < tasks; ++task) {
+    const int at = task / features;
+    const int feature = task % features;
+    if (tried[at].empty() || !tried[at][feature]) continue;
+    const HistogramBin* feature_histogram = histograms[at] + layout_.offsets[feature];
+    Split& candidate = candidates[task];
+    if (mapper_.feature(feature).categorical) {
+      ScanCategorical(feature, feature_histogram, leaves[at]->total, gradients, candidate);
+    } else {
+      ScanNumeric(feature, feature_histogram, leaves[at]->total, gradients, candidate);
+    }
+  }
+  // Features in order, so ties go to the lowest feature whatever the thread count.
+  for (int task = 0; task < tasks; ++task) {
+    Split& split = candidates[task];
+    Leaf& leaf = *leaves[task / features];
     if (split.valid() && split.gain > params_.min_gain_to_split && split.gain > leaf.best.gain) {
       leaf.best = std::move(split);
     }
   }
 }
 
+void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t begin,
+                           std::int64_t end, std::int64_t& left_end) {
+  // Stable: left rows stay in front and right rows follow, each in their order. Large leaves
+  // are split into one chunk per thread: each chunk's rows are classified and counted, then
+  // written to their place in the spare buffer, which is copied back.
+  // Which side each bin of the split feature goes to, looked up per row.
+  const int num_bins = mapper_.feature(split.feature).num_bins;
+  side_.assign(static_cast<std::size_t>(num_bins), 0);
+  for (int bin = 0; bin < num_bins; ++bin) {
+    side_[bin] = split.categorical  ? TestBit(split.left_bins, bin)
+                 : bin == missing_bin ? split.default_left
+                                      : bin <= split.threshold_bin;
+  }
+  const std::uint8_t* side = side_.data();
+  const std::size_t stride = static_cast<std::size_t>(bins_.num_features);
+  const std::uint8_t* narrow = bins_.wide() ? nullptr : bins_.bins8.data() + split.feature;
+  const std::uint16_t* wide = bins_.wide() ? bins_.bins16.data() + split.feature : nullptr;
+  auto goes_left = [&](std::int32_t row) -> std::uint8_t {
+    const std::size_t at = static_cast<std::size_t>(row) * stride;
+    return side[narrow != nullptr ? narrow[at] : wide[at]];
+  };
+  // The rows of a leaf are ascending but scattered: fetch their bins ahead.
+  constexpr std::int64_t kPrefetchDistance = 32;
+  auto Prefetch = [&](std::int32_t row) {
+    const std::size_t at = static_cast<std::size_t>(row) * stride;
+    if (narrow != nullptr) {
+      TFG_PREFETCH(narrow + at);
+    } else {
+      TFG_PREFETCH(wide + at);
+    }
+  };
+  constexpr std::int64_t kRowsPerThread = 16384;
+  const std::int64_t count = end - begin;
+  const int chunks =
+      static_cast<int>(std::clamp<std::int64_t>(count / kRowsPerThread, 1, std::max(threads_, 1)));
+  if (chunks == 1) {
+    std::int64_t write = begin;
+    std::int64_t spare = begin;
+    for (std::int64_t index = begin; index < end; ++index) {
+      if (index + kPrefetchDistance < end) Prefetch(order_[index + kPrefetchDistance]);
+      const std::int32_t row = order_[index];
+      const std::uint8_t left = goes_left(row);
+      order_[write] = row;
+      spare_[spare] = row;
+      write += left;
+      spare += 1 - left;
+    }
+    std::copy(spare_.begin() + begin, spare_.begin() + spare, order_.begin() + write);
+    left_end = write;
+    return;
+  }
+  std::vector<std::int64_t> lefts(static_cast<std::size_t>(chunks) + 1, 0);
+  auto chunk_begin = [&](int chunk) { return begin + count * chunk / chunks; };
+#pragma omp parallel num_threads(chunks)
+  {
+#pragma omp for schedule(static, 1)
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      std::int64_t lefts_here = 0;
+      const std::int64_t stop = chunk_begin(chunk + 1);
+      for (std::int64_t index = chunk_begin(chunk); index < stop; ++index) {
+        if (index + kPrefetchDistance < stop) Prefetch(order_[index + kPrefetchDistance]);
+        const bool left = goes_left(order_[index]);
+        goes_left_[index] = left;
+        lefts_here += left;
+      }
+      lefts[chunk + 1] = lefts_here;
+    }
+#pragma omp single
+    for (int chunk = 0; chunk < chunks; ++chunk) lefts[chunk + 1] += lefts[chunk];
+#pragma omp for schedule(static, 1)
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      const std::int64_t first = chunk_begin(chunk);
+      std::int64_t left_write = begin + lefts[chunk];
+      std::int64_t right_write = begin + lefts[chunks] + (first - begin - lefts[chunk]);
+      for (std::int64_t index = first; index < chunk_begin(chunk + 1); ++index) {
+        spare_[goes_left_[index] ? left_write++ : right_write++] = order_[index];
+      }
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t index = begin; index < end; ++index) order_[index] = spare_[index];
+  }
+  left_end = begin + lefts[chunks];
+}
+
 Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGradients& gradients,
                       const std::vector<std::uint8_t>& active, std::uint64_t seed,
                       std::vector<std::int32_t>* leaf_of_row) {
   const std::int64_t total_bins = layout_.total_bins();
-  auto slot = [&](int leaf) { return pool_.data() + static_cast<std::size_t>(leaf) * total_bins; };
+  // Leaf l's histogram lives in pool slot slot_of[l]; the larger child takes over its
+  // parent's slot, so no histogram is ever copied.
+  std::vector<int> slot_of(1, 0);
+  auto slot = [&](int leaf) {
+    return pool_.data() + static_cast<std::size_t>(slot_of[leaf]) * total_bins;
+  };
+  std::vector<int> features;
+  for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
+    if (active[feature]) features.push_back(feature);
+  }
   order_ = rows;
+  spare_.resize(order_.size());
+  goes_left_.resize(order_.size());
   std::vector<Leaf> leaves(1);
   leaves[0].begin = 0;
   leaves[0].end = static_cast<std::int64_t>(order_.size());
-  for (std::int32_t row : order_) {
-    leaves[0].total.gradient += gradients.gradients[row];
-    leaves[0].total.hessian += gradients.hessians[row];
-    leaves[0].total.count += 1;
-  }
-  BuildHistogram(bins_, layout_, active, order_.data(), leaves[0].end, gradients.gradients,
-                 gradients.hessians, slot(0), threads_);
+  for (std::int32_t row : order_) leaves[0].total += gradients.pairs[row];
+  BuildHistogram(bins_, layout_, features, order_.data(), leaves[0].end,
+                 gradients.pairs, slot(0), scratch_, threads_);
   std::uint64_t nodes_made = 0;
-  FindBestSplit(leaves[0], slot(0), gradients, active, seed, nodes_made++);
+  {
+    Leaf* root = &leaves[0];
+    const HistogramBin* histogram = slot(0);
+    const std::uint64_t key = nodes_made++;
+    FindBestSplits(&root, &histogram, &key, 1, gradients, active, seed);
+  }
   Tree tree(0.0);
-  std::vector<std::int32_t> right_rows;
   while (tree.num_leaves() < params_.num_leaves) {
     int chosen = -1;
     for (int leaf = 0; leaf < static_cast<int>(leaves.size()); ++leaf) {
@@ -259,61 +376,54 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     if (!split.categorical) node.threshold = feature_bins.upper_bounds[split.threshold_bin];
     const int new_leaf = tree.SplitLeaf(chosen, node, split.left_bins);
 
-    // Stable partition of the leaf's rows: left ones stay in front, in order.
     Leaf& parent = leaves[chosen];
-    const std::int64_t begin = parent.begin;
-    const std::int64_t end = parent.end;
-    std::int64_t write = begin;
-    right_rows.clear();
-    for (std::int64_t index = begin; index < end; ++index) {
-      const std::int32_t row = order_[index];
-      const int bin = bins_.Bin(split.feature, row);
-      const bool left = split.categorical         ? TestBit(split.left_bins, bin)
-                        : bin == node.missing_bin ? split.default_left
-                                                  : bin <= split.threshold_bin;
-      if (left) {
-        order_[write++] = row;
-      } else {
-        right_rows.push_back(row);
-      }
-    }
-    std::copy(right_rows.begin(), right_rows.end(), order_.begin() + write);
-
+    std::int64_t left_end = 0;
+    Partition(split, node.missing_bin, parent.begin, parent.end, left_end);
     Leaf right;
-    right.begin = write;
-    right.end = end;
+    right.begin = left_end;
+    right.end = parent.end;
     right.depth = parent.depth + 1;
-    right.total.gradient = parent.total.gradient - split.left.gradient;
-    right.total.hessian = parent.total.hessian - split.left.hessian;
-    right.total.count = parent.total.count - split.left.count;
-    parent.end = write;
+    right.total = parent.total - split.left;
+    parent.end = left_end;
     parent.depth += 1;
     parent.total = split.left;
-    // The smaller child's histogram is built; the larger one is the parent's minus it.
+    // The smaller child's histogram is built into a free slot; the larger child keeps the
+    // parent's slot and becomes the parent's minus the smaller's.
     const bool left_smaller = parent.end - parent.begin <= right.end - right.begin;
+    const int parent_slot = slot_of[chosen];
+    const int free_slot = static_cast<int>(slot_of.size());
+    slot_of.push_back(left_smaller ? parent_slot : free_slot);  // the new (right) leaf
+    if (left_smaller) slot_of[chosen] = free_slot;
+    const int smaller_leaf = left_smaller ? chosen : new_leaf;
+    const int larger_leaf = left_smaller ? new_leaf : chosen;
     const Leaf& smaller = left_smaller ? parent : right;
-    BuildHistogram(bins_, layout_, active, order_.data() + smaller.begin,
-                   smaller.end - smaller.begin, gradients.gradients, gradients.hessians,
-                   slot(new_leaf), threads_);
-    SubtractHistogram(slot(chosen), slot(new_leaf), slot(chosen), total_bins);
-    if (left_smaller) std::swap_ranges(slot(chosen), slot(chosen) + total_bins, slot(new_leaf));
+    BuildHistogram(bins_, layout_, features, order_.data() + smaller.begin,
+                   smaller.end - smaller.begin, gradients.pairs, slot(smaller_leaf), scratch_,
+                   threads_);
+    SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf), total_bins);
     leaves.push_back(right);
-    FindBestSplit(leaves[chosen], slot(chosen), gradients, active, seed, nodes_made++);
-    FindBestSplit(leaves[new_leaf], slot(new_leaf), gradients, active, seed, nodes_made++);
+    Leaf* children[2] = {&leaves[chosen], &leaves[new_leaf]};
+    const HistogramBin* histograms[2] = {slot(chosen), slot(new_leaf)};
+    const std::uint64_t keys[2] = {nodes_made, nodes_made + 1};
+    nodes_made += 2;
+    FindBestSplits(children, histograms, keys, 2, gradients, active, seed);
   }
 
   // Leaf values from the exact gradients, summed in fixed point so the sum does not depend on
   // the order of the rows; the hessian sums are exact already.
   const double gradient_fixed =
       FixedPointScale(gradients.max_abs_gradient, static_cast<std::int64_t>(order_.size()));
-  for (int leaf = 0; leaf < tree.num_leaves(); ++leaf) {
+  const int num_leaves = tree.num_leaves();
+  std::vector<double>& leaf_values = tree.leaf_values();
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (order_.size() >= 65536)
+  for (int leaf = 0; leaf < num_leaves; ++leaf) {
     std::int64_t sum_gradient = 0;
     for (std::int64_t index = leaves[leaf].begin; index < leaves[leaf].end; ++index) {
       const std::int32_t row = order_[index];
       sum_gradient += std::llround(double(gradients.exact_gradients[row]) * gradient_fixed);
       if (leaf_of_row != nullptr) (*leaf_of_row)[row] = leaf;
     }
-    tree.leaf_values()[leaf] =
+    leaf_values[leaf] =
         LeafValue(double(sum_gradient) / gradient_fixed,
                   Real(leaves[leaf].total.hessian, gradients.hessian_scale), params_.reg);
   }

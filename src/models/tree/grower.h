@@ -30,14 +30,13 @@ struct GrowerParams {
   std::int64_t min_data_per_group = 100;  // categorical: rows per category considered
 };
 
-// The gradients of one round, for one output: gradients quantized to a few integer levels
-// with stochastic rounding (gradient ~ quantized * gradient_scale), hessians in 64-bit fixed
-// point (hessian ~ fixed * hessian_scale). Quantized hessians made the min_sum_hessian_in_leaf
+// The gradients of one round, for one output, one histogram pair per row: gradients quantized
+// to a few integer levels with stochastic rounding (gradient ~ quantized * gradient_scale),
+// hessians in 64-bit fixed point (hessian ~ fixed * hessian_scale). Quantized hessians made the min_sum_hessian_in_leaf
 // check noisy where hessians are tiny (confident multiclass rows) and let leaves with almost no
 // curvature take huge values; fixed point keeps them exact and the sums order-independent.
 struct QuantizedGradients {
-  const std::int8_t* gradients = nullptr;
-  const std::int64_t* hessians = nullptr;
+  const HistogramBin* pairs = nullptr;  // HistogramBin::Row(quantized, fixed) by row
   double gradient_scale = 1;
   double hessian_scale = 1;
   const float* exact_gradients = nullptr;  // for renewing leaf values
@@ -65,9 +64,14 @@ class TreeGrower {
  private:
   struct Split;
   struct Leaf;
-  void FindBestSplit(Leaf& leaf, const HistogramBin* histogram, const QuantizedGradients& gradients,
-                     const std::vector<std::uint8_t>& active, std::uint64_t seed,
-                     std::uint64_t node_key);
+  // The features a node may split on: `active`, thinned by feature_fraction_bynode.
+  std::vector<std::uint8_t> NodeFeatures(const std::vector<std::uint8_t>& active,
+                                         std::uint64_t seed, std::uint64_t node_key) const;
+  // Sets each leaf's best split from its histogram (node keys drive node-level sampling).
+  void FindBestSplits(Leaf* const* leaves, const HistogramBin* const* histograms,
+                      const std::uint64_t* node_keys, int count,
+                      const QuantizedGradients& gradients,
+                      const std::vector<std::uint8_t>& active, std::uint64_t seed);
   void ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
                    const QuantizedGradients& gradients, Split& best) const;
   void ScanCategorical(int feature, const HistogramBin* histogram, const HistogramBin& total,
@@ -78,8 +82,15 @@ class TreeGrower {
   GrowerParams params_;
   int threads_;
   HistogramLayout layout_;
-  std::vector<HistogramBin> pool_;   // num_leaves histograms, reused across trees
-  std::vector<std::int32_t> order_;  // rows grouped by leaf
+  void Partition(const Split& split, int missing_bin, std::int64_t begin, std::int64_t end,
+                 std::int64_t& left_end);
+
+  std::vector<HistogramBin> pool_;    // num_leaves histograms, reused across trees
+  HistogramScratch scratch_;          // partial histograms of parallel builds
+  std::vector<std::int32_t> order_;   // rows grouped by leaf
+  std::vector<std::int32_t> spare_;   // partition buffer, as long as order_
+  std::vector<std::uint8_t> goes_left_;  // partition: each row's side
+  std::vector<std::uint8_t> side_;       // partition: each bin's side
 };
 
 }  // namespace tabforge::tree
