@@ -1,6 +1,9 @@
-// GBM benchmark on a train/test pair of CSV files or on generated data.
+// GBM benchmark on a train/test pair of CSV files, one CSV file split at random, or generated
+// data.
 //   gbm_bench --train FILE --test FILE --label COL [--params JSON] [--threads N]
-//             [--valid-fraction F]
+//             [--valid-fraction F] [--device cpu]
+//   gbm_bench --data FILE --label COL [--test-fraction F] [--split-seed S] ...
+//             (row r is a test row when RandomUniform(S, "test" stream, r) < F; default 0.2, 0)
 //   gbm_bench --synthetic ROWS,FEATURES,SEED [--write-data DIR] [--params JSON] ...
 // The synthetic problem is HIGGS-like: dense standard-normal features and a binary label from
 // a nonlinear function of the first 14 plus noise (test ROC AUC about 0.8), ROWS training rows
@@ -9,7 +12,8 @@
 // Fits the feature pipeline on train, trains the GBM (early stopping on a held-out fraction of
 // train when --valid-fraction is set and the params enable early_stopping_round) and prints
 // one JSON line: dataset, rows, params, threads, device, the test metrics under their
-// src/metrics names, bin/train/predict seconds, rounds and peak RSS.
+// src/metrics names, bin/train/predict seconds, rounds, peak RSS (beside the bytes of the raw
+// feature matrices and of the bin matrix) and the saved model's size and SHA-256.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -20,6 +24,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/serialize.h"
+#include "core/sha256.h"
 #include "core/timer.h"
 #include "data/csv_reader.h"
 #include "data/problem_type.h"
@@ -80,9 +85,46 @@ Problem LoadCsvProblem(const std::string& train_path, const std::string& test_pa
   problem.test = pipeline.Transform(test_table, threads);
   problem.all_labels = Labels(train_table, summary);
   problem.test_labels = Labels(test_table, summary);
-  problem.type = problem.type;
+  problem.type = summary.problem_type;
   problem.classes = static_cast<int>(summary.classes.size());
   return problem;
+}
+
+constexpr std::uint64_t kTestSplitStream = 0x74657374;  // "test"
+
+// One CSV file split into train and test rows by a counter-based draw per row (peers reproduce
+// it exactly); the pipeline is fitted on the train rows only.
+Problem LoadSplitProblem(const std::string& path, const std::string& label,
+                         double test_fraction, std::uint64_t split_seed, int threads) {
+  if (!(test_fraction > 0 && test_fraction < 1)) {
+    throw InvalidInput(
+        fmt::format("--test-fraction {}: give a fraction between 0 and 1, e.g. 0.2", test_fraction));
+  }
+  const data::Table table = data::ReadCsv(path);
+  std::vector<std::int64_t> train_rows, test_rows;
+  for (std::int64_t row = 0; row < table.num_rows(); ++row) {
+    const bool test = RandomUniform(split_seed, kTestSplitStream, row) < test_fraction;
+    (test ? test_rows : train_rows).push_back(row);
+  }
+  const data::Table train_table = data::SelectRows(table, train_rows);
+  const data::Table test_table = data::SelectRows(table, test_rows);
+  const data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
+  features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train_table, label);
+  Problem problem;
+  problem.dataset = fmt::format("{} (test fraction {}, split seed {})", path, test_fraction,
+                                split_seed);
+  problem.all = pipeline.Transform(train_table, threads);
+  problem.test = pipeline.Transform(test_table, threads);
+  problem.all_labels = Labels(train_table, summary);
+  problem.test_labels = Labels(test_table, summary);
+  problem.type = summary.problem_type;
+  problem.classes = static_cast<int>(summary.classes.size());
+  return problem;
+}
+
+std::int64_t MatrixBytes(const features::FeatureMatrix& matrix) {
+  return static_cast<std::int64_t>(matrix.numeric.size() * sizeof(float) +
+                                   matrix.categorical.size() * sizeof(std::int32_t));
 }
 
 // Rows [first, first + rows) of the synthetic problem: features from counter-based normals
@@ -160,20 +202,33 @@ int main(int argc, char** argv) {
     const std::string train_path = ArgValue(argc, argv, "--train", "");
     const std::string test_path = ArgValue(argc, argv, "--test", "");
     const std::string label = ArgValue(argc, argv, "--label", "");
+    const std::string data_path = ArgValue(argc, argv, "--data", "");
     const std::string synthetic = ArgValue(argc, argv, "--synthetic", "");
-    if (synthetic.empty() && (train_path.empty() || test_path.empty() || label.empty())) {
+    const bool pair_given = !train_path.empty() && !test_path.empty() && !label.empty();
+    const bool split_given = !data_path.empty() && !label.empty();
+    if (synthetic.empty() && !pair_given && !split_given) {
       std::fprintf(stderr,
-                   "usage: gbm_bench (--train FILE --test FILE --label COL | --synthetic "
-                   "ROWS,FEATURES,SEED [--write-data DIR]) [--params JSON] [--threads N] "
-                   "[--valid-fraction F]\n");
+                   "usage: gbm_bench (--train FILE --test FILE --label COL | --data FILE --label "
+                   "COL [--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED "
+                   "[--write-data DIR]) [--params JSON] [--threads N] [--valid-fraction F] "
+                   "[--device cpu]\n");
       return 2;
+    }
+    if (const std::string device = ArgValue(argc, argv, "--device", "cpu"); device != "cpu") {
+      throw InvalidInput(fmt::format(
+          "--device {}: this benchmark trains on the CPU; the valid value is cpu", device));
     }
     const std::string params_json = ArgValue(argc, argv, "--params", "{}");
     const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));
     const double valid_fraction = std::stod(ArgValue(argc, argv, "--valid-fraction", "0"));
 
-    Problem problem = synthetic.empty() ? LoadCsvProblem(train_path, test_path, label, threads)
-                                        : MakeSyntheticProblem(synthetic);
+    Problem problem =
+        !synthetic.empty() ? MakeSyntheticProblem(synthetic)
+        : split_given      ? LoadSplitProblem(data_path, label,
+                                              std::stod(ArgValue(argc, argv, "--test-fraction", "0.2")),
+                                              std::stoull(ArgValue(argc, argv, "--split-seed", "0")),
+                                              threads)
+                           : LoadCsvProblem(train_path, test_path, label, threads);
     if (const std::string dir = ArgValue(argc, argv, "--write-data", ""); !dir.empty()) {
       WriteCsv(dir + "/train.csv", problem.all, problem.all_labels);
       WriteCsv(dir + "/test.csv", problem.test, problem.test_labels);
@@ -198,14 +253,22 @@ int main(int argc, char** argv) {
           valid_fraction > 0 && RandomUniform(params.seed, 0x76616c, row) < valid_fraction;
       (held_out ? valid_rows : fit_rows).push_back(row);
     }
-    features::FeatureMatrix fit = features::SelectRows(all, fit_rows);
-    features::FeatureMatrix valid = features::SelectRows(all, valid_rows);
+    // Without a validation split the training rows are used as they are (no copy).
+    features::FeatureMatrix held_fit, valid;
+    if (!valid_rows.empty()) {
+      held_fit = features::SelectRows(all, fit_rows);
+      valid = features::SelectRows(all, valid_rows);
+    }
+    const features::FeatureMatrix& fit = valid_rows.empty() ? all : held_fit;
     std::vector<double> fit_labels, valid_labels;
-    for (std::int64_t row : fit_rows) fit_labels.push_back(all_labels[row]);
+    if (!valid_rows.empty())
+      for (std::int64_t row : fit_rows) fit_labels.push_back(all_labels[row]);
     for (std::int64_t row : valid_rows) valid_labels.push_back(all_labels[row]);
 
     gbm::GbmModel model = gbm::GbmModel::Fit(
-        fit, fit_labels, {}, valid_rows.empty() ? nullptr : &valid, valid_labels, params, threads);
+        fit, valid_rows.empty() ? all_labels : fit_labels, {},
+        valid_rows.empty() ? nullptr : &valid, valid_labels, params, threads);
+    const std::string model_bytes = model.Serialize();
     Stopwatch predict_watch;
     std::vector<double> predictions = model.Predict(test, threads);
     const double predict_seconds = predict_watch.Seconds();
@@ -231,11 +294,14 @@ int main(int argc, char** argv) {
     fmt::print(
         "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"cpu\"{},"
         "\"bin_seconds\":{:.4f},\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
-        "\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{}}}\n",
+        "\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{},\"raw_data_bytes\":{},"
+        "\"bin_matrix_bytes\":{},\"model_bytes\":{},\"model_sha256\":\"{}\"}}\n",
         problem.dataset, fit.num_rows, params_json, threads, metric_json,
         model.report().bin_seconds, model.report().train_seconds, predict_seconds,
         model.report().iterations, model.report().stop_reason,
-        static_cast<long long>(usage.ru_maxrss) * 1024);
+        static_cast<long long>(usage.ru_maxrss) * 1024,
+        MatrixBytes(all) + MatrixBytes(test), model.report().bin_matrix_bytes, model_bytes.size(),
+        Sha256Hex(model_bytes));
     return 0;
   } catch (const tabforge::Error& error) {
     std::fprintf(stderr, "gbm_bench: %s\n", error.what());

@@ -49,4 +49,44 @@ std::size_t Table::MemoryBytes() const {
   return bytes;
 }
 
+namespace {
+
+template <typename Value>
+void Gather(const std::vector<Value>& from, const std::vector<std::int64_t>& rows,
+            std::vector<Value>& to) {
+  to.resize(rows.size());
+  for (std::size_t at = 0; at < rows.size(); ++at) to[at] = from[rows[at]];
+}
+
+}  // namespace
+
+Table SelectRows(const Table& table, const std::vector<std::int64_t>& rows) {
+  for (std::int64_t row : rows) {
+    TFG_CHECK(row >= 0 && row < table.num_rows(), "row {} outside a table of {} rows", row,
+              table.num_rows());
+  }
+  Table out;
+  for (const Column& column : table.columns()) {
+    Column copy(column.name(), column.type());
+    switch (column.type()) {
+      case ColumnType::kNumeric:
+        Gather(column.numeric(), rows, copy.numeric());
+        break;
+      case ColumnType::kCategorical:
+      case ColumnType::kText:
+        copy.dictionary() = column.dictionary();
+        Gather(column.codes(), rows, copy.codes());
+        break;
+      case ColumnType::kDatetime:
+        Gather(column.datetimes(), rows, copy.datetimes());
+        break;
+      case ColumnType::kBoolean:
+        Gather(column.booleans(), rows, copy.booleans());
+        break;
+    }
+    out.AddColumn(std::move(copy));
+  }
+  return out;
+}
+
 }  // namespace tabforge::data

@@ -41,4 +41,8 @@ class Table {
   std::vector<Column> columns_;
 };
 
+// The rows `rows` of `table` (any order, repeats allowed) as a new table with the same columns;
+// categorical and text columns keep their dictionaries, so codes mean the same in both.
+Table SelectRows(const Table& table, const std::vector<std::int64_t>& rows);
+
 }  // namespace tabforge::data

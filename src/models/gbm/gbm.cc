@@ -21,6 +21,8 @@ constexpr std::uint64_t kQuantizeStream = 0x7175616e;     // "quan"
 // Per-row loops shorter than this run on one thread: a parallel region costs more than the
 // loop, above all when other fits share the cores.
 constexpr std::int64_t kParallelRows = 20000;
+// The default |leaf output| cap of multiclass objectives (see GbmParams::max_delta_step).
+constexpr double kMulticlassDeltaCap = 10;
 
 double Sigmoid(double score) { return 1.0 / (1.0 + std::exp(-score)); }
 
@@ -120,6 +122,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   model.mapper_ = tree::BinMapper::Fit(train, binning, threads);
   tree::BinMatrix bins = tree::ApplyBins(model.mapper_, train, threads);
   model.report_.bin_seconds = watch.Seconds();
+  model.report_.bin_matrix_bytes = bins.bins8.size() + 2 * bins.bins16.size();
   watch.Reset();
 
   // Row weights, with scale_pos_weight on positive rows.
@@ -184,7 +187,10 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   grower_params.min_data_in_leaf = params.min_data_in_leaf;
   grower_params.min_sum_hessian_in_leaf = params.min_sum_hessian_in_leaf;
   grower_params.min_gain_to_split = params.min_gain_to_split;
-  grower_params.reg = {params.lambda_l1, params.lambda_l2, params.max_delta_step};
+  const double max_delta_step =
+      params.max_delta_step >= 0 ? params.max_delta_step
+                                 : (params.objective == "multiclass" ? kMulticlassDeltaCap : 0.0);
+  grower_params.reg = {params.lambda_l1, params.lambda_l2, max_delta_step};
   grower_params.feature_fraction_bynode = params.feature_fraction_bynode;
   grower_params.max_cat_to_onehot = params.max_cat_to_onehot;
   grower_params.max_cat_threshold = params.max_cat_threshold;
@@ -196,8 +202,6 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
   std::vector<float> hessians(gradients.size());
   std::vector<tree::HistogramBin> pairs(static_cast<std::size_t>(rows));
-  std::vector<float> class_gradient(static_cast<std::size_t>(rows));
-  std::vector<float> class_hessian(static_cast<std::size_t>(rows));
   std::vector<std::int32_t> bag;
   std::vector<std::uint8_t> in_bag(static_cast<std::size_t>(rows), 1);
   std::vector<std::int32_t> leaf_of_row(static_cast<std::size_t>(rows), -1);
@@ -219,6 +223,11 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         "the histogram cells; use at most {}",
         params.num_grad_quant_bins, rows, 2 * finest));
   }
+  const bool objective_binary = params.objective == "binary";
+  const bool objective_regression = IsRegressionObjective(params.objective);
+  const bool objective_l1 = params.objective == "regression_l1";
+  const bool objective_huber = params.objective == "huber";
+  const bool objective_quantile = params.objective == "quantile";
   for (int round = 0; round < params.num_iterations; ++round) {
     if (deadline.Expired()) {
       model.report_.stop_reason = "deadline";
@@ -233,23 +242,24 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         if (keep) bag.push_back(static_cast<std::int32_t>(row));
       }
     }
-    // Gradients and hessians of the objective at the current scores.
+    // Gradients and hessians of the objective at the current scores, output-major (output k's
+    // are [k * rows, (k + 1) * rows)).
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
     for (std::int64_t row = 0; row < rows; ++row) {
       const double w = weight[row];
       const double* s = scores.data() + row * outputs;
-      if (params.objective == "binary") {
+      if (objective_binary) {
         const double p = Sigmoid(s[0]);
         gradients[row] = static_cast<float>((p - labels[row]) * w);
         hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
-      } else if (IsRegressionObjective(params.objective)) {
+      } else if (objective_regression) {
         const double residual = s[0] - labels[row];
         double gradient = residual;  // L2
-        if (params.objective == "regression_l1") {
+        if (objective_l1) {
           gradient = residual > 0 ? 1.0 : residual < 0 ? -1.0 : 0.0;
-        } else if (params.objective == "huber") {
+        } else if (objective_huber) {
           gradient = std::clamp(residual, -params.alpha, params.alpha);
-        } else if (params.objective == "quantile") {
+        } else if (objective_quantile) {
           gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
         }
         gradients[row] = static_cast<float>(gradient * w);
@@ -262,8 +272,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         for (int k = 0; k < outputs; ++k) {
           const double p = std::exp(s[k] - largest) / total;
           const double y = labels[row] == k ? 1.0 : 0.0;
-          gradients[row * outputs + k] = static_cast<float>((p - y) * w);
-          hessians[row * outputs + k] =
+          gradients[k * rows + row] = static_cast<float>((p - y) * w);
+          hessians[k * rows + row] =
               static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
         }
       }
@@ -271,12 +281,12 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     const std::vector<std::uint8_t> active = SampleTreeFeatures(
         model.mapper_.num_features(), params.feature_fraction, params.seed, round);
     for (int k = 0; k < outputs; ++k) {
+      const float* class_gradient = gradients.data() + k * rows;
+      const float* class_hessian = hessians.data() + k * rows;
       double max_gradient = 0, max_hessian = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
     reduction(max : max_gradient, max_hessian)
       for (std::int64_t row = 0; row < rows; ++row) {
-        class_gradient[row] = gradients[row * outputs + k];
-        class_hessian[row] = hessians[row * outputs + k];
         max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
         max_hessian = std::max(max_hessian, double(class_hessian[row]));
       }
@@ -295,7 +305,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
                                              std::llround(double(class_hessian[row]) * hessian_fixed));
       }
       quantized.pairs = pairs.data();
-      quantized.exact_gradients = class_gradient.data();
+      quantized.exact_gradients = class_gradient;
       quantized.max_abs_gradient = max_gradient;
       tree::Tree tree = grower.Grow(
           bag, quantized, active, params.seed ^ (std::uint64_t(round) * outputs + k), &leaf_of_row);
@@ -328,6 +338,12 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         }
       }
       model.trees_.push_back(std::move(tree));
+    }
+    if (!std::all_of(scores.begin(), scores.end(), [](double v) { return std::isfinite(v); })) {
+      // Drop the round: its trees made scores overflow (only possible without a leaf cap).
+      model.trees_.resize(model.trees_.size() - static_cast<std::size_t>(outputs));
+      model.report_.stop_reason = "diverged";
+      break;
     }
     model.report_.rounds_run = round + 1;
     if (validating) {

@@ -46,7 +46,10 @@ void GbmParams::Validate() const {
   if (lambda_l1 < 0) OutOfRange("lambda_l1", lambda_l1, "at least 0");
   if (lambda_l2 < 0) OutOfRange("lambda_l2", lambda_l2, "at least 0");
   if (min_gain_to_split < 0) OutOfRange("min_gain_to_split", min_gain_to_split, "at least 0");
-  if (max_delta_step < 0) OutOfRange("max_delta_step", max_delta_step, "at least 0");
+  if (max_delta_step < 0 && max_delta_step != -1) {
+    OutOfRange("max_delta_step", max_delta_step,
+               "at least 0 (0 = no cap), or -1 for the default (10 for multiclass, else no cap)");
+  }
   if (!(feature_fraction > 0 && feature_fraction <= 1))
     OutOfRange("feature_fraction", feature_fraction, "(0, 1]");
   if (!(feature_fraction_bynode > 0 && feature_fraction_bynode <= 1)) {

@@ -65,6 +65,19 @@ TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const Gro
     : bins_(bins), mapper_(mapper), params_(params), threads_(threads), layout_(mapper) {
   pool_.resize(static_cast<std::size_t>(layout_.total_bins()) *
                static_cast<std::size_t>(std::max(params_.num_leaves, 1)));
+  // A feature whose rows all share one bin can never split; its histogram is not built.
+  splittable_.assign(static_cast<std::size_t>(bins_.num_features), 0);
+  if (bins_.num_rows > 0) {
+    int undecided = bins_.num_features;
+    for (std::int64_t row = 1; row < bins_.num_rows && undecided > 0; ++row) {
+      for (int feature = 0; feature < bins_.num_features; ++feature) {
+        if (!splittable_[feature] && bins_.Bin(feature, row) != bins_.Bin(feature, 0)) {
+          splittable_[feature] = 1;
+          --undecided;
+        }
+      }
+    }
+  }
 }
 
 void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
@@ -336,7 +349,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
   };
   std::vector<int> features;
   for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
-    if (active[feature]) features.push_back(feature);
+    if (active[feature] && splittable_[feature]) features.push_back(feature);
   }
   order_ = rows;
   spare_.resize(order_.size());
