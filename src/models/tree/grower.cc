@@ -65,19 +65,7 @@ TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const Gro
     : bins_(bins), mapper_(mapper), params_(params), threads_(threads), layout_(mapper) {
   pool_.resize(static_cast<std::size_t>(layout_.total_bins()) *
                static_cast<std::size_t>(std::max(params_.num_leaves, 1)));
-  // A feature whose rows all share one bin can never split; its histogram is not built.
-  splittable_.assign(static_cast<std::size_t>(bins_.num_features), 0);
-  if (bins_.num_rows > 0) {
-    int undecided = bins_.num_features;
-    for (std::int64_t row = 1; row < bins_.num_rows && undecided > 0; ++row) {
-      for (int feature = 0; feature < bins_.num_features; ++feature) {
-        if (!splittable_[feature] && bins_.Bin(feature, row) != bins_.Bin(feature, 0)) {
-          splittable_[feature] = 1;
-          --undecided;
-        }
-      }
-    }
-  }
+  profile_ = BinProfile::Analyze(bins_, layout_);
 }
 
 void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
@@ -347,9 +335,14 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
   auto slot = [&](int leaf) {
     return pool_.data() + static_cast<std::size_t>(slot_of[leaf]) * total_bins;
   };
-  std::vector<int> features;
+  HistogramSource source;
+  source.bins = &bins_;
+  source.layout = &layout_;
+  source.profile = &profile_;
   for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
-    if (active[feature] && splittable_[feature]) features.push_back(feature);
+    if (!active[feature] || !profile_.splittable[feature]) continue;
+    (profile_.most_frequent[feature] >= 0 ? source.sparse_features : source.dense_features)
+        .push_back(feature);
   }
   order_ = rows;
   spare_.resize(order_.size());
@@ -358,8 +351,8 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
   leaves[0].begin = 0;
   leaves[0].end = static_cast<std::int64_t>(order_.size());
   for (std::int32_t row : order_) leaves[0].total += gradients.pairs[row];
-  BuildHistogram(bins_, layout_, features, order_.data(), leaves[0].end,
-                 gradients.pairs, slot(0), scratch_, threads_);
+  BuildHistogram(source, order_.data(), leaves[0].end, gradients.pairs, leaves[0].total, slot(0),
+                 scratch_, threads_);
   std::uint64_t nodes_made = 0;
   {
     Leaf* root = &leaves[0];
@@ -410,9 +403,8 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     const int smaller_leaf = left_smaller ? chosen : new_leaf;
     const int larger_leaf = left_smaller ? new_leaf : chosen;
     const Leaf& smaller = left_smaller ? parent : right;
-    BuildHistogram(bins_, layout_, features, order_.data() + smaller.begin,
-                   smaller.end - smaller.begin, gradients.pairs, slot(smaller_leaf), scratch_,
-                   threads_);
+    BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
+                   gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
     SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf), total_bins);
     leaves.push_back(right);
     Leaf* children[2] = {&leaves[chosen], &leaves[new_leaf]};

@@ -91,7 +91,7 @@ class TreeGrower {
   std::vector<std::int32_t> spare_;   // partition buffer, as long as order_
   std::vector<std::uint8_t> goes_left_;  // partition: each row's side
   std::vector<std::uint8_t> side_;       // partition: each bin's side
-  std::vector<std::uint8_t> splittable_;  // features with rows in two bins or more
+  BinProfile profile_;                    // splittable and sparse features
 };
 
 }  // namespace tabforge::tree

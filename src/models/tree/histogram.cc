@@ -1,6 +1,9 @@
 #include "models/tree/histogram.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "core/error.h"
 
 
 #if defined(__SSE2__) || defined(_M_X64)
@@ -50,17 +53,20 @@ inline Pair LoadPair(const HistogramBin* pair) { return *pair; }
 inline void AddPair(HistogramBin* cell, const Pair& pair) { *cell += pair; }
 #endif
 
-// One pass over the rows, each adding its pair to one cell per feature (the row's bins are
-// contiguous, so each row costs one cache line of bins and one pair).
-template <typename Bin, bool kAllFeatures>
+// One pass over the rows, each adding its pair to one cell per dense feature (the row's bins
+// are contiguous, so each row costs one cache line of bins and one pair) and to the cells of
+// its sparse entries.
+template <typename Bin, bool kAllFeatures, bool kSparse>
 void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* offsets,
-                    const int* features, int listed, const std::int32_t* rows,
+                    const int* features, int listed, const std::int64_t* sparse_begin,
+                    const std::uint32_t* sparse_cells, const std::int32_t* rows,
                     std::int64_t num_rows, const HistogramBin* pairs, HistogramBin* out) {
   for (std::int64_t index = 0; index < num_rows; ++index) {
     if (index + kPrefetchDistance < num_rows) {
       const std::int32_t ahead = rows[index + kPrefetchDistance];
       TFG_PREFETCH(matrix + static_cast<std::size_t>(ahead) * num_features);
       TFG_PREFETCH(pairs + ahead);
+      if constexpr (kSparse) TFG_PREFETCH(sparse_begin + ahead);
     }
     const std::int32_t row = rows[index];
     const Bin* row_bins = matrix + static_cast<std::size_t>(row) * num_features;
@@ -75,48 +81,121 @@ void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* off
         AddPair(out + offsets[feature] + row_bins[feature], pair);
       }
     }
+    if constexpr (kSparse) {
+      for (std::int64_t at = sparse_begin[row]; at < sparse_begin[row + 1]; ++at) {
+        AddPair(out + sparse_cells[at], pair);
+      }
+    }
   }
 }
 
 template <typename Bin>
-void AccumulateMatrix(const Bin* matrix, int num_features, const std::int64_t* offsets,
-                      const std::vector<int>& features, const std::int32_t* rows,
+void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const std::int32_t* rows,
                       std::int64_t num_rows, const HistogramBin* pairs, HistogramBin* out) {
-  const int listed = static_cast<int>(features.size());
-  if (listed == num_features) {
-    AccumulateRows<Bin, true>(matrix, num_features, offsets, nullptr, 0, rows, num_rows, pairs,
-                              out);
+  const int num_features = source.bins->num_features;
+  const std::int64_t* offsets = source.layout->offsets.data();
+  const int listed = static_cast<int>(source.dense_features.size());
+  const int* features = source.dense_features.data();
+  const bool sparse = !source.sparse_features.empty();
+  const std::int64_t* begin = source.profile->sparse_begin.data();
+  const std::uint32_t* cells = source.profile->sparse_cells.data();
+  if (sparse) {
+    AccumulateRows<Bin, false, true>(matrix, num_features, offsets, features, listed, begin,
+                                     cells, rows, num_rows, pairs, out);
+  } else if (listed == num_features) {
+    AccumulateRows<Bin, true, false>(matrix, num_features, offsets, features, listed, begin,
+                                     cells, rows, num_rows, pairs, out);
   } else {
-    AccumulateRows<Bin, false>(matrix, num_features, offsets, features.data(), listed, rows,
-                               num_rows, pairs, out);
+    AccumulateRows<Bin, false, false>(matrix, num_features, offsets, features, listed, begin,
+                                      cells, rows, num_rows, pairs, out);
   }
 }
 
-void Accumulate(const BinMatrix& bins, const HistogramLayout& layout,
-                const std::vector<int>& features, const std::int32_t* rows,
-                std::int64_t num_rows, const HistogramBin* pairs, HistogramBin* out) {
-  const std::int64_t* offsets = layout.offsets.data();
-  if (bins.wide()) {
-    AccumulateMatrix(bins.bins16.data(), bins.num_features, offsets, features, rows, num_rows,
-                     pairs, out);
+void Accumulate(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                const HistogramBin* pairs, HistogramBin* out) {
+  if (source.bins->wide()) {
+    AccumulateMatrix(source.bins->bins16.data(), source, rows, num_rows, pairs, out);
   } else {
-    AccumulateMatrix(bins.bins8.data(), bins.num_features, offsets, features, rows, num_rows,
-                     pairs, out);
+    AccumulateMatrix(source.bins->bins8.data(), source, rows, num_rows, pairs, out);
+  }
+}
+
+// The sparse features' dominant bins: the total minus the feature's other bins.
+void CompleteSparse(const HistogramSource& source, const HistogramBin& total,
+                    HistogramBin* histogram) {
+  for (int feature : source.sparse_features) {
+    HistogramBin* cells = histogram + source.layout->offsets[feature];
+    const int bins = static_cast<int>(source.layout->offsets[feature + 1] -
+                                      source.layout->offsets[feature]);
+    const int dominant = source.profile->most_frequent[feature];
+    HistogramBin rest;
+    for (int bin = 0; bin < bins; ++bin) {
+      if (bin != dominant) rest += cells[bin];
+    }
+    cells[dominant] = total - rest;
   }
 }
 
 }  // namespace
 
-void BuildHistogram(const BinMatrix& bins, const HistogramLayout& layout,
-                    const std::vector<int>& features, const std::int32_t* rows,
-                    std::int64_t num_rows, const HistogramBin* pairs,
+BinProfile BinProfile::Analyze(const BinMatrix& bins, const HistogramLayout& layout) {
+  const int features = bins.num_features;
+  const std::int64_t rows = bins.num_rows;
+  BinProfile profile;
+  profile.splittable.assign(static_cast<std::size_t>(features), 0);
+  profile.most_frequent.assign(static_cast<std::size_t>(features), -1);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(layout.total_bins()), 0);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int feature = 0; feature < features; ++feature) {
+      ++counts[layout.offsets[feature] + bins.Bin(feature, row)];
+    }
+  }
+  std::vector<std::uint8_t> sparse(static_cast<std::size_t>(features), 0);
+  for (int feature = 0; feature < features; ++feature) {
+    const auto first = counts.begin() + layout.offsets[feature];
+    const auto last = counts.begin() + layout.offsets[feature + 1];
+    const auto dominant = std::max_element(first, last);
+    profile.splittable[feature] = *dominant < rows;
+    if (profile.splittable[feature] && 2 * *dominant >= rows) {
+      sparse[feature] = 1;
+      profile.most_frequent[feature] = static_cast<int>(dominant - first);
+    }
+  }
+  if (std::find(sparse.begin(), sparse.end(), 1) == sparse.end()) return profile;
+  TFG_CHECK(layout.total_bins() <= std::int64_t(UINT32_MAX), "histogram of {} cells",
+            layout.total_bins());
+  profile.sparse_begin.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::int64_t entries = 0;
+    for (int feature = 0; feature < features; ++feature) {
+      entries += sparse[feature] && bins.Bin(feature, row) != profile.most_frequent[feature];
+    }
+    profile.sparse_begin[row + 1] = profile.sparse_begin[row] + entries;
+  }
+  profile.sparse_cells.resize(static_cast<std::size_t>(profile.sparse_begin[rows]));
+  std::size_t at = 0;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int feature = 0; feature < features; ++feature) {
+      const int bin = bins.Bin(feature, row);
+      if (sparse[feature] && bin != profile.most_frequent[feature]) {
+        profile.sparse_cells[at++] = static_cast<std::uint32_t>(layout.offsets[feature] + bin);
+      }
+    }
+  }
+  if (profile.sparse_cells.empty()) profile.sparse_begin.clear();
+  return profile;
+}
+
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
+                    std::int64_t num_rows, const HistogramBin* pairs, const HistogramBin& total,
                     HistogramBin* histogram, HistogramScratch& scratch, int threads) {
-  const std::int64_t total_bins = layout.total_bins();
+  const std::int64_t total_bins = source.layout->total_bins();
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(num_rows / kRowsPerThread, 1, std::max(threads, 1)));
   if (chunks == 1) {
     std::fill(histogram, histogram + total_bins, HistogramBin{});
-    Accumulate(bins, layout, features, rows, num_rows, pairs, histogram);
+    Accumulate(source, rows, num_rows, pairs, histogram);
+    CompleteSparse(source, total, histogram);
     return;
   }
   // Chunk 0 sums into `histogram`, chunk c > 0 into partial c - 1; then the partials are
@@ -133,7 +212,7 @@ void BuildHistogram(const BinMatrix& bins, const HistogramLayout& layout,
       std::fill(out, out + total_bins, HistogramBin{});
       const std::int64_t begin = num_rows * chunk / chunks;
       const std::int64_t end = num_rows * (chunk + 1) / chunks;
-      Accumulate(bins, layout, features, rows + begin, end - begin, pairs, out);
+      Accumulate(source, rows + begin, end - begin, pairs, out);
     }
 #pragma omp for schedule(static)
     for (std::int64_t bin = 0; bin < total_bins; ++bin) {
@@ -142,6 +221,7 @@ void BuildHistogram(const BinMatrix& bins, const HistogramLayout& layout,
       }
     }
   }
+  CompleteSparse(source, total, histogram);
 }
 
 void SubtractHistogram(const HistogramBin* parent, const HistogramBin* smaller,

@@ -51,18 +51,43 @@ struct HistogramLayout {
   std::int64_t total_bins() const { return offsets.empty() ? 0 : offsets.back(); }
 };
 
+// How each feature's rows spread over its bins, found once per bin matrix. A feature whose rows
+// all share one bin can never split; a "sparse" one (one bin holds at least half the rows, as
+// zeros do in count features) is summed from per-row lists of its other bins' cells, and its
+// most frequent bin is then the leaf's total minus the rest (LightGBM skips that bin too).
+struct BinProfile {
+  std::vector<std::uint8_t> splittable;  // per feature: rows in two bins or more
+  std::vector<int> most_frequent;        // per feature: the sparse feature's dominant bin, or -1
+  std::vector<std::int64_t> sparse_begin;  // num_rows + 1: row r's cells are [begin[r], begin[r+1])
+  std::vector<std::uint32_t> sparse_cells;  // histogram cells (layout offset + bin) of the sparse
+                                            // features' other bins, by row
+
+  static BinProfile Analyze(const BinMatrix& bins, const HistogramLayout& layout);
+  bool any_sparse() const { return !sparse_cells.empty(); }
+};
+
+// What one histogram is built from: the bin matrix for the dense features listed and the
+// profile's per-row lists for the sparse ones.
+struct HistogramSource {
+  const BinMatrix* bins = nullptr;
+  const HistogramLayout* layout = nullptr;
+  const BinProfile* profile = nullptr;
+  std::vector<int> dense_features;   // ascending
+  std::vector<int> sparse_features;  // ascending; their dominant bins are completed
+};
+
 // Per-thread partial histograms for parallel builds, kept between calls.
 struct HistogramScratch {
   std::vector<HistogramBin> partials;
 };
 
-// Sums the pairs of `rows` into `histogram` (total_bins entries, overwritten) for the features
-// listed in `features` (ascending); the others are left zero. Large row sets are
-// split into one contiguous chunk per thread, each summed into its own partial histogram, and
-// the partials are added up: integer sums, so the result is the same for any thread count.
-void BuildHistogram(const BinMatrix& bins, const HistogramLayout& layout,
-                    const std::vector<int>& features, const std::int32_t* rows,
-                    std::int64_t num_rows, const HistogramBin* pairs,
+// Sums the pairs of `rows` (whose sum is `total`) into `histogram` (total_bins entries,
+// overwritten) for the source's features; other features' cells hold no meaningful sums.
+// Large row sets are split into one contiguous chunk per thread, each summed into its own
+// partial histogram, and the partials are added up: integer sums, so the result is the same for
+// any thread count.
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
+                    std::int64_t num_rows, const HistogramBin* pairs, const HistogramBin& total,
                     HistogramBin* histogram, HistogramScratch& scratch, int threads);
 
 // larger = parent - smaller, bin by bin (exact in integers).
