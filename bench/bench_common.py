@@ -35,3 +35,24 @@ def write_lines(path, lines):
         with open(path, "w") as out:
             for line in lines:
                 out.write(json.dumps(line) + "\n")
+
+
+MASK = (1 << 64) - 1
+
+
+def mix64(value):
+    """tabforge's counter-based generator (core/random.h), so peers see the same splits."""
+    value = (value + 0x9E3779B97F4A7C15) & MASK
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK
+    return value ^ (value >> 31)
+
+
+def uniform(seed, stream, counter):
+    return (mix64(mix64(seed ^ mix64(stream)) ^ counter) >> 11) * 2.0 ** -53
+
+
+def split_mask(rows, fraction=0.2, seed=0):
+    """gbm_bench --data's test rows: RandomUniform(seed, "test", row) < fraction."""
+    key = mix64(seed ^ mix64(0x74657374))
+    return [((mix64(key ^ row) >> 11) * 2.0 ** -53) < fraction for row in range(rows)]

@@ -15,21 +15,7 @@ import os
 import sys
 import time
 
-from bench_common import ROOT, parse_args, realtime_prefix, run_json
-
-MASK = (1 << 64) - 1
-
-
-def mix64(value):
-    value = (value + 0x9E3779B97F4A7C15) & MASK
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK
-    return value ^ (value >> 31)
-
-
-def uniform(seed, stream, counter):
-    return (mix64(mix64(seed ^ mix64(stream)) ^ counter) >> 11) * 2.0 ** -53
-
+from bench_common import ROOT, parse_args, realtime_prefix, run_json, uniform
 
 CONFIGS = {
     "defaults": {"num_iterations": 100, "learning_rate": 0.1, "num_leaves": 31},

@@ -125,10 +125,31 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   model.report_.bin_matrix_bytes = bins.bins8.size() + 2 * bins.bins16.size();
   watch.Reset();
 
-  // Row weights, with scale_pos_weight on positive rows.
+  // Row weights, with scale_pos_weight on positive rows and class_weight by class.
+  const bool classifying = !IsRegressionObjective(params.objective);
+  const int class_count = params.objective == "binary" ? 2 : outputs;
+  std::vector<double> class_factor(static_cast<std::size_t>(class_count), 1.0);
+  if (classifying && params.class_weight == "balanced") {
+    // scikit-learn's rule: rows / (class_count * rows of the class).
+    std::vector<std::int64_t> counts(class_factor.size(), 0);
+    for (std::int64_t row = 0; row < rows; ++row) ++counts[static_cast<std::size_t>(labels[row])];
+    for (int k = 0; k < class_count; ++k) {
+      if (counts[k] > 0) class_factor[k] = double(rows) / (double(class_count) * double(counts[k]));
+    }
+  } else if (classifying && !params.class_weights.empty()) {
+    if (static_cast<int>(params.class_weights.size()) != class_count) {
+      throw InvalidInput(fmt::format(
+          "class_weight lists {} weights but the problem has {} classes; give one weight per "
+          "class, in class order",
+          params.class_weights.size(), class_count));
+    }
+    class_factor = params.class_weights;
+  }
   std::vector<double> weight(static_cast<std::size_t>(rows), 1.0);
   for (std::int64_t row = 0; row < rows; ++row) {
     if (!weights.empty()) weight[row] = weights[row];
+    if (!classifying) continue;
+    weight[row] *= class_factor[static_cast<std::size_t>(labels[row])];
     if (params.objective == "binary" && labels[row] == 1) weight[row] *= params.scale_pos_weight;
   }
   // Initial scores: the label prior (log-odds, log class frequencies) or the weighted mean.

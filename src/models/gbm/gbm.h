@@ -51,10 +51,17 @@ struct GbmParams {
   double cat_l2 = 10;
   std::int64_t min_data_per_group = 100;
   double scale_pos_weight = 1;   // binary: weight of positive rows
+  // Classification: "balanced" (rows / (classes * class rows), as scikit-learn) or, given as a
+  // JSON array, one weight per class in class order (class_weights). Empty: unit weights.
+  std::string class_weight;
+  std::vector<double> class_weights;
   bool use_quantized_grad = true;  // gradients quantized to num_grad_quant_bins levels; when
                                    // false, to the finest integer resolution the histogram
                                    // sums hold (at least 2^31 / rows levels each side)
-  int num_grad_quant_bins = 4;     // quantization levels of gradients (quantized training)
+  // Quantization levels of the gradients (quantized training). LightGBM's default is 4; the
+  // sums here are 64-bit whatever the level count, so finer levels cost nothing, and 4 levels
+  // lost accuracy (letter log loss 0.141 against 0.099 with 64; Adult AUC 0.9273 / 0.9276).
+  int num_grad_quant_bins = 64;
   int early_stopping_round = 0;  // stop after this many rounds without improvement (0 = off)
   std::string metric;            // early-stopping metric (src/metrics name); "" = the
                                  // objective's loss (log_loss or root_mean_squared_error)

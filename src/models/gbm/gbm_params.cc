@@ -1,4 +1,5 @@
 // GbmParams: validation and parsing from JSON with LightGBM's names and common aliases.
+#include <cmath>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -62,8 +63,8 @@ void GbmParams::Validate() const {
   if (cat_smooth < 0) OutOfRange("cat_smooth", cat_smooth, "at least 0");
   if (cat_l2 < 0) OutOfRange("cat_l2", cat_l2, "at least 0");
   if (!(scale_pos_weight > 0)) OutOfRange("scale_pos_weight", scale_pos_weight, "greater than 0");
-  if (num_grad_quant_bins < 2 || num_grad_quant_bins > 64) {
-    OutOfRange("num_grad_quant_bins", num_grad_quant_bins, "2..64");
+  if (num_grad_quant_bins < 2 || num_grad_quant_bins > (1 << 21)) {
+    OutOfRange("num_grad_quant_bins", num_grad_quant_bins, "2..2097152");
   }
   if (early_stopping_round < 0)
     OutOfRange("early_stopping_round", early_stopping_round, "at least 0");
@@ -143,6 +144,26 @@ GbmParams GbmParams::FromJson(const std::string& json) {
       {"cat_l2", set(params.cat_l2)},
       {"min_data_per_group", set(params.min_data_per_group)},
       {"scale_pos_weight", set(params.scale_pos_weight)},
+      {"class_weight",
+       [&](const nlohmann::json& v) {
+         if (v.is_string()) {
+           params.class_weight = v.get<std::string>();
+           if (params.class_weight != "balanced") {
+             throw InvalidInput(fmt::format(
+                 "class_weight '{}' is not known; give \"balanced\" or an array of one "
+                 "weight per class",
+                 params.class_weight));
+           }
+           return;
+         }
+         params.class_weights = v.get<std::vector<double>>();
+         for (double weight : params.class_weights) {
+           if (!(weight > 0) || !std::isfinite(weight)) {
+             throw InvalidInput(
+                 fmt::format("class_weight has weight {}; every weight must be > 0", weight));
+           }
+         }
+       }},
       {"num_grad_quant_bins", set(params.num_grad_quant_bins)},
       {"use_quantized_grad", set(params.use_quantized_grad)},
       {"early_stopping_round", set(params.early_stopping_round)},
@@ -163,7 +184,8 @@ GbmParams GbmParams::FromJson(const std::string& json) {
     } catch (const nlohmann::json::exception&) {
       throw InvalidInput(fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key,
                                      value.dump(),
-                                     key == "objective" || key == "metric"  ? "string"
+                                     key == "class_weight"                  ? "\"balanced\" or an array of numbers"
+                                     : key == "objective" || key == "metric" ? "string"
                                      : key == "use_quantized_grad" ? "boolean"
                                                                    : "number"));
     }

@@ -184,6 +184,56 @@ TEST(Gbm, ParametersFromJsonWithHelpfulErrors) {
   EXPECT_THROW(GbmParams::FromJson(R"({"learning_rate": -1})"), InvalidInput);
   EXPECT_THROW(GbmParams::FromJson(R"({"num_leaves": "many"})"), InvalidInput);
   EXPECT_THROW(GbmParams::FromJson("[1]"), InvalidInput);
+  EXPECT_FALSE(GbmParams::FromJson(R"({"use_quantized_grad": false})").use_quantized_grad);
+  EXPECT_THROW(GbmParams::FromJson(R"({"use_quantized_grad": 3})"), InvalidInput);
+  EXPECT_EQ(GbmParams::FromJson(R"({"class_weight": "balanced"})").class_weight, "balanced");
+  EXPECT_EQ(GbmParams::FromJson(R"({"class_weight": [1, 4]})").class_weights,
+            (std::vector<double>{1, 4}));
+  EXPECT_THROW(GbmParams::FromJson(R"({"class_weight": "even"})"), InvalidInput);
+  EXPECT_THROW(GbmParams::FromJson(R"({"class_weight": [1, -2]})"), InvalidInput);
+  EXPECT_THROW(GbmParams::FromJson(R"({"max_delta_step": -2})"), InvalidInput);
+}
+
+// More levels than the 32-bit gradient sums of the rows hold are refused, naming the option;
+// the finest level (use_quantized_grad false) trains.
+TEST(Gbm, GradientLevelsBoundedByRows) {
+  Synthetic data = MakeSynthetic(4000, false, 3);
+  GbmParams params;
+  params.num_iterations = 3;
+  params.num_grad_quant_bins = 1 << 21;
+  try {
+    GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1);
+    FAIL();
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("num_grad_quant_bins"), std::string::npos);
+  }
+  params.num_grad_quant_bins = 64;
+  params.use_quantized_grad = false;
+  EXPECT_EQ(GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1).report().rounds_run,
+            3);
+}
+
+// Class weights move the decision towards the up-weighted class: "balanced" on a rare class
+// predicts it more often; the wrong number of weights is refused.
+TEST(Gbm, ClassWeights) {
+  Synthetic data = MakeSynthetic(4000, true, 5);
+  for (double& label : data.labels) label = label > 2.5 ? 1.0 : 0.0;  // rare positives
+  GbmParams params;
+  params.num_iterations = 30;
+  auto positives = [&](const GbmParams& p) {
+    const GbmModel model = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, p, 1);
+    const std::vector<double> probabilities = model.Predict(data.features, 1);
+    int count = 0;
+    for (std::size_t row = 0; row < data.labels.size(); ++row) count += probabilities[2 * row + 1] > 0.5;
+    return count;
+  };
+  const int plain = positives(params);
+  GbmParams balanced = params;
+  balanced.class_weight = "balanced";
+  EXPECT_GT(positives(balanced), plain + 20);
+  GbmParams listed = params;
+  listed.class_weights = {1, 1, 1};
+  EXPECT_THROW(GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, listed, 1), InvalidInput);
 }
 
 // Adult through the feature pipeline with LightGBM's defaults. LightGBM 4.6 reaches test AUC
