@@ -218,11 +218,15 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   grower_params.cat_smooth = params.cat_smooth;
   grower_params.cat_l2 = params.cat_l2;
   grower_params.min_data_per_group = params.min_data_per_group;
+  grower_params.histogram_pool_bytes =
+      params.histogram_pool_size > 0
+          ? static_cast<std::int64_t>(params.histogram_pool_size * 1048576.0)
+          : std::max<std::int64_t>(std::int64_t(8) << 20, model.report_.bin_matrix_bytes / 4);
   tree::TreeGrower grower(bins, model.mapper_, grower_params, threads);
 
   std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
   std::vector<float> hessians(gradients.size());
-  std::vector<tree::HistogramBin> pairs(static_cast<std::size_t>(rows));
+  std::vector<tree::GradientPair> pairs(static_cast<std::size_t>(rows));
   std::vector<std::int32_t> bag;
   std::vector<std::uint8_t> in_bag(static_cast<std::size_t>(rows), 1);
   std::vector<std::int32_t> leaf_of_row(static_cast<std::size_t>(rows), -1);
@@ -315,15 +319,16 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       // row) to integers in [-level, level]; hessians go to fixed point.
       tree::QuantizedGradients quantized;
       quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
-      const double hessian_fixed = tree::FixedPointScale(max_hessian, rows);
+      const double hessian_fixed = tree::RowHessianScale(max_hessian);
       quantized.hessian_scale = 1.0 / hessian_fixed;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double g = class_gradient[row] / quantized.gradient_scale;
         const auto q = static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
-        pairs[row] = tree::HistogramBin::Row(std::clamp<std::int64_t>(q, -level, level),
-                                             std::llround(double(class_hessian[row]) * hessian_fixed));
+        pairs[row].gradient = static_cast<std::int32_t>(std::clamp<std::int64_t>(q, -level, level));
+        pairs[row].hessian =
+            static_cast<std::uint32_t>(std::llround(double(class_hessian[row]) * hessian_fixed));
       }
       quantized.pairs = pairs.data();
       quantized.exact_gradients = class_gradient;

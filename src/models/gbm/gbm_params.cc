@@ -62,6 +62,10 @@ void GbmParams::Validate() const {
   if (max_cat_threshold < 1) OutOfRange("max_cat_threshold", max_cat_threshold, "at least 1");
   if (cat_smooth < 0) OutOfRange("cat_smooth", cat_smooth, "at least 0");
   if (cat_l2 < 0) OutOfRange("cat_l2", cat_l2, "at least 0");
+  if (!(histogram_pool_size > 0) && histogram_pool_size != -1) {
+    OutOfRange("histogram_pool_size", histogram_pool_size,
+               "greater than 0 (megabytes), or -1 for the default");
+  }
   if (!(scale_pos_weight > 0)) OutOfRange("scale_pos_weight", scale_pos_weight, "greater than 0");
   if (num_grad_quant_bins < 2 || num_grad_quant_bins > (1 << 21)) {
     OutOfRange("num_grad_quant_bins", num_grad_quant_bins, "2..2097152");
@@ -144,6 +148,7 @@ GbmParams GbmParams::FromJson(const std::string& json) {
       {"cat_l2", set(params.cat_l2)},
       {"min_data_per_group", set(params.min_data_per_group)},
       {"scale_pos_weight", set(params.scale_pos_weight)},
+      {"histogram_pool_size", set(params.histogram_pool_size)},
       {"class_weight",
        [&](const nlohmann::json& v) {
          if (v.is_string()) {

@@ -63,8 +63,13 @@ double FixedPointScale(double max_abs, std::int64_t rows) {
 TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const GrowerParams& params,
                        int threads)
     : bins_(bins), mapper_(mapper), params_(params), threads_(threads), layout_(mapper) {
-  pool_.resize(static_cast<std::size_t>(layout_.total_bins()) *
-               static_cast<std::size_t>(std::max(params_.num_leaves, 1)));
+  const std::int64_t histogram_bytes =
+      std::max<std::int64_t>(layout_.total_bins(), 1) * std::int64_t(sizeof(HistogramBin));
+  const std::int64_t wanted = params_.histogram_pool_bytes > 0
+                                  ? params_.histogram_pool_bytes / histogram_bytes
+                                  : std::int64_t(params_.num_leaves);
+  max_slots_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 2, std::max(params_.num_leaves, 2)));
+  pool_.resize(static_cast<std::size_t>(layout_.total_bins()) * max_slots_);
   profile_ = BinProfile::Analyze(bins_, layout_);
 }
 
@@ -329,9 +334,14 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
                       const std::vector<std::uint8_t>& active, std::uint64_t seed,
                       std::vector<std::int32_t>* leaf_of_row) {
   const std::int64_t total_bins = layout_.total_bins();
-  // Leaf l's histogram lives in pool slot slot_of[l]; the larger child takes over its
-  // parent's slot, so no histogram is ever copied.
+  // Leaf l's histogram lives in pool slot slot_of[l] (-1: none). The larger child takes over
+  // its parent's slot, so no histogram is copied. When the pool is full, the histogram of the
+  // leaf least likely to be split next (smallest best gain) is dropped; that leaf's children
+  // are then both built from rows. Histograms are exact either way, so the pool's size changes
+  // the time, never the tree.
   std::vector<int> slot_of(1, 0);
+  std::vector<int> free_slots;
+  for (int at = max_slots_ - 1; at >= 1; --at) free_slots.push_back(at);
   auto slot = [&](int leaf) {
     return pool_.data() + static_cast<std::size_t>(slot_of[leaf]) * total_bins;
   };
@@ -350,7 +360,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
   std::vector<Leaf> leaves(1);
   leaves[0].begin = 0;
   leaves[0].end = static_cast<std::int64_t>(order_.size());
-  for (std::int32_t row : order_) leaves[0].total += gradients.pairs[row];
+  for (std::int32_t row : order_) leaves[0].total += gradients.pairs[row].Cell();
   BuildHistogram(source, order_.data(), leaves[0].end, gradients.pairs, leaves[0].total, slot(0),
                  scratch_, threads_);
   std::uint64_t nodes_made = 0;
@@ -371,6 +381,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     }
     if (chosen < 0) break;
     Split split = std::move(leaves[chosen].best);
+    leaves[chosen].best = Split{};
     const FeatureBins& feature_bins = mapper_.feature(split.feature);
     TreeNode node;
     node.feature = split.feature;
@@ -393,25 +404,58 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     parent.end = left_end;
     parent.depth += 1;
     parent.total = split.left;
-    // The smaller child's histogram is built into a free slot; the larger child keeps the
-    // parent's slot and becomes the parent's minus the smaller's.
     const bool left_smaller = parent.end - parent.begin <= right.end - right.begin;
-    const int parent_slot = slot_of[chosen];
-    const int free_slot = static_cast<int>(slot_of.size());
-    slot_of.push_back(left_smaller ? parent_slot : free_slot);  // the new (right) leaf
-    if (left_smaller) slot_of[chosen] = free_slot;
+    slot_of.push_back(-1);  // the new (right) leaf
+    auto acquire = [&]() {
+      if (free_slots.empty()) {
+        int victim = -1;
+        for (int leaf = 0; leaf < static_cast<int>(slot_of.size()); ++leaf) {
+          if (leaf == chosen || leaf == new_leaf || slot_of[leaf] < 0) continue;
+          if (victim < 0 || leaves[leaf].best.gain < leaves[victim].best.gain) victim = leaf;
+        }
+        TFG_CHECK(victim >= 0, "histogram pool of {} slots has none to free", max_slots_);
+        free_slots.push_back(slot_of[victim]);
+        slot_of[victim] = -1;
+      }
+      const int taken = free_slots.back();
+      free_slots.pop_back();
+      return taken;
+    };
     const int smaller_leaf = left_smaller ? chosen : new_leaf;
     const int larger_leaf = left_smaller ? new_leaf : chosen;
     const Leaf& smaller = left_smaller ? parent : right;
-    BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
-                   gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
-    SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf), total_bins);
+    const Leaf& larger = left_smaller ? right : parent;
+    const int parent_slot = slot_of[chosen];
+    slot_of[chosen] = -1;
+    if (parent_slot >= 0) {
+      // The smaller child is built into a free slot; the larger child keeps the parent's and
+      // becomes the parent's minus the smaller's.
+      slot_of[larger_leaf] = parent_slot;
+      slot_of[smaller_leaf] = acquire();
+      BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
+                     gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
+      SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf), total_bins);
+    } else {
+      slot_of[smaller_leaf] = acquire();
+      slot_of[larger_leaf] = acquire();
+      BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
+                     gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
+      BuildHistogram(source, order_.data() + larger.begin, larger.end - larger.begin,
+                     gradients.pairs, larger.total, slot(larger_leaf), scratch_, threads_);
+    }
     leaves.push_back(right);
     Leaf* children[2] = {&leaves[chosen], &leaves[new_leaf]};
     const HistogramBin* histograms[2] = {slot(chosen), slot(new_leaf)};
     const std::uint64_t keys[2] = {nodes_made, nodes_made + 1};
     nodes_made += 2;
     FindBestSplits(children, histograms, keys, 2, gradients, active, seed);
+    // A leaf that cannot split never needs its histogram again.
+    for (int leaf : {chosen, new_leaf}) {
+      if (!leaves[leaf].best.valid()) {
+        free_slots.push_back(slot_of[leaf]);
+        slot_of[leaf] = -1;
+      }
+    }
   }
 
   // Leaf values from the exact gradients, summed in fixed point so the sum does not depend on

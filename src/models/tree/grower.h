@@ -28,6 +28,7 @@ struct GrowerParams {
   double cat_smooth = 10;                 // categorical: smoothing of the G/H ordering
   double cat_l2 = 10;                     // categorical: extra L2 on categorical splits
   std::int64_t min_data_per_group = 100;  // categorical: rows per category considered
+  std::int64_t histogram_pool_bytes = 0;  // histograms kept at once, in bytes; 0 = one per leaf
 };
 
 // The gradients of one round, for one output, one histogram pair per row: gradients quantized
@@ -36,7 +37,7 @@ struct GrowerParams {
 // check noisy where hessians are tiny (confident multiclass rows) and let leaves with almost no
 // curvature take huge values; fixed point keeps them exact and the sums order-independent.
 struct QuantizedGradients {
-  const HistogramBin* pairs = nullptr;  // HistogramBin::Row(quantized, fixed) by row
+  const GradientPair* pairs = nullptr;  // by row
   double gradient_scale = 1;
   double hessian_scale = 1;
   const float* exact_gradients = nullptr;  // for renewing leaf values
@@ -85,7 +86,8 @@ class TreeGrower {
   void Partition(const Split& split, int missing_bin, std::int64_t begin, std::int64_t end,
                  std::int64_t& left_end);
 
-  std::vector<HistogramBin> pool_;    // num_leaves histograms, reused across trees
+  int max_slots_ = 2;                 // histograms the pool holds
+  std::vector<HistogramBin> pool_;    // max_slots_ histograms, reused across trees
   HistogramScratch scratch_;          // partial histograms of parallel builds
   std::vector<std::int32_t> order_;   // rows grouped by leaf
   std::vector<std::int32_t> spare_;   // partition buffer, as long as order_

@@ -1,6 +1,7 @@
 #include "models/tree/histogram.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "core/error.h"
@@ -18,6 +19,14 @@
 #endif
 
 namespace tabforge::tree {
+
+double RowHessianScale(double max_abs) {
+  if (!(max_abs > 0)) return 1.0;
+  const int exponent = static_cast<int>(std::floor(std::log2(4294967295.0 / max_abs)));
+  double scale = std::ldexp(1.0, exponent);
+  while (max_abs * scale >= 4294967295.0) scale *= 0.5;  // rounding at the boundary
+  return scale;
+}
 
 std::int64_t MaxGradientLevel(std::int64_t rows) {
   return ((std::int64_t(1) << 31) - 1) / std::max<std::int64_t>(rows, 1);
@@ -40,8 +49,9 @@ constexpr std::int64_t kRowsPerThread = 8192;
 // cell += pair as one 128-bit load, add and store where SSE2 exists (x86-64 always has it).
 #ifdef TFG_HISTOGRAM_SSE2
 using Pair = __m128i;
-inline Pair LoadPair(const HistogramBin* pair) {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair));
+inline Pair LoadPair(const GradientPair* pair) {
+  return _mm_set_epi64x(static_cast<long long>(pair->hessian),
+                        static_cast<long long>(pair->gradient) * (1LL << 32) + 1);
 }
 inline void AddPair(HistogramBin* cell, Pair pair) {
   __m128i* at = reinterpret_cast<__m128i*>(cell);
@@ -49,7 +59,7 @@ inline void AddPair(HistogramBin* cell, Pair pair) {
 }
 #else
 using Pair = HistogramBin;
-inline Pair LoadPair(const HistogramBin* pair) { return *pair; }
+inline Pair LoadPair(const GradientPair* pair) { return pair->Cell(); }
 inline void AddPair(HistogramBin* cell, const Pair& pair) { *cell += pair; }
 #endif
 
@@ -60,7 +70,7 @@ template <typename Bin, bool kAllFeatures, bool kSparse>
 void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* offsets,
                     const int* features, int listed, const std::int64_t* sparse_begin,
                     const std::uint32_t* sparse_cells, const std::int32_t* rows,
-                    std::int64_t num_rows, const HistogramBin* pairs, HistogramBin* out) {
+                    std::int64_t num_rows, const GradientPair* pairs, HistogramBin* out) {
   for (std::int64_t index = 0; index < num_rows; ++index) {
     if (index + kPrefetchDistance < num_rows) {
       const std::int32_t ahead = rows[index + kPrefetchDistance];
@@ -91,7 +101,7 @@ void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* off
 
 template <typename Bin>
 void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const std::int32_t* rows,
-                      std::int64_t num_rows, const HistogramBin* pairs, HistogramBin* out) {
+                      std::int64_t num_rows, const GradientPair* pairs, HistogramBin* out) {
   const int num_features = source.bins->num_features;
   const std::int64_t* offsets = source.layout->offsets.data();
   const int listed = static_cast<int>(source.dense_features.size());
@@ -112,7 +122,7 @@ void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const st
 }
 
 void Accumulate(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
-                const HistogramBin* pairs, HistogramBin* out) {
+                const GradientPair* pairs, HistogramBin* out) {
   if (source.bins->wide()) {
     AccumulateMatrix(source.bins->bins16.data(), source, rows, num_rows, pairs, out);
   } else {
@@ -187,7 +197,7 @@ BinProfile BinProfile::Analyze(const BinMatrix& bins, const HistogramLayout& lay
 }
 
 void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
-                    std::int64_t num_rows, const HistogramBin* pairs, const HistogramBin& total,
+                    std::int64_t num_rows, const GradientPair* pairs, const HistogramBin& total,
                     HistogramBin* histogram, HistogramScratch& scratch, int threads) {
   const std::int64_t total_bins = source.layout->total_bins();
   const int chunks = static_cast<int>(

@@ -39,6 +39,17 @@ struct HistogramBin {
   friend HistogramBin operator-(HistogramBin a, const HistogramBin& b) { return a -= b; }
 };
 
+// One row's gradient pair as stored (8 bytes): the quantized gradient and the fixed-point
+// hessian, which a 32-bit word holds (see RowHessianScale); expanded to a cell when summed.
+struct GradientPair {
+  std::int32_t gradient = 0;
+  std::uint32_t hessian = 0;
+  HistogramBin Cell() const { return HistogramBin::Row(gradient, hessian); }
+};
+
+// A power-of-two scale s with max_abs * s < 2^32, for per-row fixed-point hessians.
+double RowHessianScale(double max_abs);
+
 // The largest |quantized gradient| per row that keeps the packed sums of `rows` rows exact.
 std::int64_t MaxGradientLevel(std::int64_t rows);
 
@@ -87,7 +98,7 @@ struct HistogramScratch {
 // partial histogram, and the partials are added up: integer sums, so the result is the same for
 // any thread count.
 void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
-                    std::int64_t num_rows, const HistogramBin* pairs, const HistogramBin& total,
+                    std::int64_t num_rows, const GradientPair* pairs, const HistogramBin& total,
                     HistogramBin* histogram, HistogramScratch& scratch, int threads);
 
 // larger = parent - smaller, bin by bin (exact in integers).

@@ -213,6 +213,21 @@ TEST(Gbm, GradientLevelsBoundedByRows) {
             3);
 }
 
+// The histogram pool's size changes which histograms are rebuilt, never the model.
+TEST(Gbm, HistogramPoolSizeDoesNotChangeTheModel) {
+  Synthetic data = MakeSynthetic(6000, false, 11);
+  GbmParams params;
+  params.num_iterations = 8;
+  params.num_leaves = 63;
+  params.min_data_in_leaf = 5;
+  const std::string unbounded =
+      GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 2).Serialize();
+  params.histogram_pool_size = 0.0001;  // two histograms
+  EXPECT_TRUE(GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 2).Serialize() ==
+              unbounded);
+  EXPECT_THROW(GbmParams::FromJson(R"({"histogram_pool_size": 0})"), InvalidInput);
+}
+
 // Class weights move the decision towards the up-weighted class: "balanced" on a rare class
 // predicts it more often; the wrong number of weights is refused.
 TEST(Gbm, ClassWeights) {
