@@ -398,6 +398,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   }
   model.report_.iterations = static_cast<int>(model.trees_.size()) / outputs;
   model.report_.train_seconds = watch.Seconds();
+  model.forest_.Build(model.trees_, model.mapper_);
   return model;
 }
 
@@ -408,19 +409,39 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   const std::int64_t rows = features.num_rows;
   const int outputs = num_outputs_;
   std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
-  const int rounds = static_cast<int>(trees_.size()) / outputs;
+  const int trees = forest_.num_trees();
+  // Blocks of rows go tree by tree, so a tree's nodes stay in cache while the block's values
+  // of its features (column-major) are read in runs.
+  constexpr std::int64_t kBlockRows = 64;
+  const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
 #pragma omp parallel for num_threads(context.Threads()) schedule(static)
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (int k = 0; k < outputs; ++k) {
-      double score = init_score_[k];
-      for (int round = 0; round < rounds; ++round) {
-        const tree::Tree& tree = trees_[static_cast<std::size_t>(round) * outputs + k];
-        score += tree.leaf_values()[tree.LeafOfRow(features, mapper_, row)];
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int64_t first = block * kBlockRows;
+    const std::int64_t last = std::min(rows, first + kBlockRows);
+    for (std::int64_t row = first; row < last; ++row) {
+      for (int k = 0; k < outputs; ++k) raw[row * outputs + k] = init_score_[k];
+    }
+    for (int tree = 0; tree < trees; ++tree) {
+      const int k = tree % outputs;
+      for (std::int64_t row = first; row < last; ++row) {
+        raw[row * outputs + k] += forest_.Value(
+            tree, mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
+            [&](int feature) { return features.CategoricalColumn(feature)[row]; });
       }
-      raw[row * outputs + k] = score;
     }
   }
   return raw;
+}
+
+void GbmModel::PredictRowRaw(const float* numeric, const std::int32_t* categorical,
+                             double* out) const {
+  for (int k = 0; k < num_outputs_; ++k) out[k] = init_score_[k];
+  const int trees = forest_.num_trees();
+  for (int tree = 0; tree < trees; ++tree) {
+    out[tree % num_outputs_] += forest_.Value(
+        tree, mapper_, [&](int feature) { return numeric[feature]; },
+        [&](int feature) { return categorical[feature]; });
+  }
 }
 
 std::vector<double> GbmModel::Predict(const features::FeatureMatrix& features, int threads) const {
@@ -473,6 +494,7 @@ GbmModel GbmModel::Deserialize(std::string_view bytes, const std::string& name) 
     reader.Corrupted("inconsistent model header");
   }
   if (model.params_.objective == "multiclass") model.params_.num_class = model.num_outputs_;
+  model.forest_.Build(model.trees_, model.mapper_);
   return model;
 }
 

@@ -14,6 +14,7 @@
 #include "core/timer.h"
 #include "features/feature_matrix.h"
 #include "models/tree/binning.h"
+#include "models/tree/compact_forest.h"
 #include "models/tree/tree.h"
 
 namespace tabforge::gbm {
@@ -106,12 +107,16 @@ class GbmModel {
 
   // Raw scores, row-major num_rows x num_outputs (log-odds, softmax inputs or values).
   std::vector<double> PredictRaw(const features::FeatureMatrix& features, int threads = 0) const;
+  // Raw scores of one row from its feature values in FeatureMatrix order (numeric values, NaN
+  // for missing; categorical codes) into out[0, num_outputs()). Allocates nothing.
+  void PredictRowRaw(const float* numeric, const std::int32_t* categorical, double* out) const;
   // Probabilities (num_rows x 2 for binary, x K for multiclass) or values (regression).
   std::vector<double> Predict(const features::FeatureMatrix& features, int threads = 0) const;
 
   int num_outputs() const { return num_outputs_; }
   const FitReport& report() const { return report_; }
   const std::vector<tree::Tree>& trees() const { return trees_; }
+  const tree::BinMapper& mapper() const { return mapper_; }
   // Split counts and gains per feature (numeric features first, then categorical).
   void FeatureImportance(std::vector<double>& splits, std::vector<double>& gains) const;
 
@@ -130,6 +135,7 @@ class GbmModel {
   std::vector<double> init_score_;  // per output
   tree::BinMapper mapper_;
   std::vector<tree::Tree> trees_;  // round-major: round r, output k at r * num_outputs + k
+  tree::CompactForest forest_;     // trees_ laid out for prediction
   FitReport report_;
 };
 

@@ -39,6 +39,7 @@ class Tree {
   const std::vector<TreeNode>& nodes() const { return nodes_; }
   std::vector<double>& leaf_values() { return leaf_values_; }
   const std::vector<double>& leaf_values() const { return leaf_values_; }
+  const std::vector<std::uint32_t>& bitsets() const { return bitsets_; }
 
   // The leaf of `row` of the bin matrix.
   int LeafOfBins(const BinMatrix& bins, std::int64_t row) const;

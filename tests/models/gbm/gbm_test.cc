@@ -276,6 +276,28 @@ TEST(Gbm, AdultTestAuc) {
   model.FeatureImportance(splits, gains);
   EXPECT_EQ(splits.size(), 14u);
   EXPECT_GT(*std::max_element(gains.begin(), gains.end()), 0);
+
+  // The compact forest predicts what the trees do, leaf for leaf (categoricals, missing values
+  // and float thresholds included), and one row at a time without allocating.
+  const std::vector<double> raw = model.PredictRaw(test_features, 2);
+  const int numeric = test_features.num_numeric();
+  const int categorical = test_features.num_categorical();
+  std::vector<float> values(static_cast<std::size_t>(numeric));
+  std::vector<std::int32_t> codes(static_cast<std::size_t>(categorical));
+  double offset = 0;
+  for (std::int64_t row = 0; row < test_features.num_rows; ++row) {
+    double sum = 0;
+    for (const tree::Tree& tree : model.trees()) {
+      sum += tree.leaf_values()[tree.LeafOfRow(test_features, model.mapper(), row)];
+    }
+    if (row == 0) offset = raw[0] - sum;  // the initial score
+    ASSERT_NEAR(raw[row] - sum, offset, 1e-9) << "row " << row;
+    for (int f = 0; f < numeric; ++f) values[f] = test_features.NumericColumn(f)[row];
+    for (int f = 0; f < categorical; ++f) codes[f] = test_features.CategoricalColumn(f)[row];
+    double one = 0;
+    model.PredictRowRaw(values.data(), codes.data(), &one);
+    ASSERT_EQ(one, raw[row]) << "row " << row;
+  }
 }
 
 TEST(Gbm, LetterMulticlass) {
