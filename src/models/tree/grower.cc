@@ -223,7 +223,7 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
   // The (leaf, feature) scans are independent; a parallel region pays off once the leaves
   // hold enough rows (small regions are costly when other fits share the cores).
   const int tasks = count * features;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (rows >= 4096)
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (rows >= 1024)
   for (int task = 0; task < tasks; ++task) {
     const int at = task / features;
     const int feature = task % features;
@@ -277,7 +277,7 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
       TFG_PREFETCH(wide + at);
     }
   };
-  constexpr std::int64_t kRowsPerThread = 16384;
+  constexpr std::int64_t kRowsPerThread = 8192;
   const std::int64_t count = end - begin;
   const int chunks =
       static_cast<int>(std::clamp<std::int64_t>(count / kRowsPerThread, 1, std::max(threads_, 1)));

@@ -44,7 +44,7 @@ namespace {
 // Rows ahead whose bins and pairs are prefetched (the rows of a leaf are scattered).
 constexpr std::int64_t kPrefetchDistance = 16;
 // Rows per thread below which a parallel build costs more than it saves.
-constexpr std::int64_t kRowsPerThread = 8192;
+constexpr std::int64_t kRowsPerThread = 2048;
 
 // cell += pair as one 128-bit load, add and store where SSE2 exists (x86-64 always has it).
 #ifdef TFG_HISTOGRAM_SSE2
