@@ -145,22 +145,35 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     }
     class_factor = params.class_weights;
   }
-  std::vector<double> weight(static_cast<std::size_t>(rows), 1.0);
-  for (std::int64_t row = 0; row < rows; ++row) {
-    if (!weights.empty()) weight[row] = weights[row];
-    if (!classifying) continue;
-    weight[row] *= class_factor[static_cast<std::size_t>(labels[row])];
-    if (params.objective == "binary" && labels[row] == 1) weight[row] *= params.scale_pos_weight;
+  // Unit weights are left implicit (no vector of rows).
+  const bool unit_weights =
+      weights.empty() &&
+      std::all_of(class_factor.begin(), class_factor.end(), [](double f) { return f == 1.0; }) &&
+      (params.objective != "binary" || params.scale_pos_weight == 1.0);
+  std::vector<double> weight_storage;
+  if (!unit_weights) {
+    weight_storage.assign(static_cast<std::size_t>(rows), 1.0);
+    for (std::int64_t row = 0; row < rows; ++row) {
+      double& w = weight_storage[row];
+      if (!weights.empty()) w = weights[row];
+      if (!classifying) continue;
+      w *= class_factor[static_cast<std::size_t>(labels[row])];
+      if (params.objective == "binary" && labels[row] == 1) w *= params.scale_pos_weight;
+    }
   }
+  const double* const weight_data = weight_storage.data();
+  auto weight = [unit_weights, weight_data](std::int64_t row) {
+    return unit_weights ? 1.0 : weight_data[row];
+  };
   // Initial scores: the label prior (log-odds, log class frequencies) or the weighted mean.
   double total_weight = 0;
   std::vector<double> sums(static_cast<std::size_t>(outputs), 0.0);
   for (std::int64_t row = 0; row < rows; ++row) {
-    total_weight += weight[row];
+    total_weight += weight(row);
     if (params.objective == "multiclass") {
-      sums[static_cast<std::size_t>(labels[row])] += weight[row];
+      sums[static_cast<std::size_t>(labels[row])] += weight(row);
     } else {
-      sums[0] += weight[row] * labels[row];
+      sums[0] += weight(row) * labels[row];
     }
   }
   model.init_score_.assign(static_cast<std::size_t>(outputs), 0.0);
@@ -177,7 +190,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   }
   if (const double quantile = RenewalQuantile(params); quantile > 0) {
     std::vector<std::pair<double, double>> values;
-    for (std::int64_t row = 0; row < rows; ++row) values.push_back({labels[row], weight[row]});
+    for (std::int64_t row = 0; row < rows; ++row) values.push_back({labels[row], weight(row)});
     model.init_score_[0] = WeightedQuantile(values, quantile);
   }
 
@@ -271,7 +284,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     // are [k * rows, (k + 1) * rows)).
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
     for (std::int64_t row = 0; row < rows; ++row) {
-      const double w = weight[row];
+      const double w = weight(row);
       const double* s = scores.data() + row * outputs;
       if (objective_binary) {
         const double p = Sigmoid(s[0]);
@@ -341,7 +354,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         std::vector<std::vector<std::pair<double, double>>> residuals(
             static_cast<std::size_t>(tree.num_leaves()));
         for (std::int32_t row : bag) {
-          residuals[leaf_of_row[row]].push_back({labels[row] - scores[row], weight[row]});
+          residuals[leaf_of_row[row]].push_back({labels[row] - scores[row], weight(row)});
         }
         for (int leaf = 0; leaf < tree.num_leaves(); ++leaf) {
           if (!residuals[leaf].empty()) {
