@@ -282,7 +282,10 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     }
     // Gradients and hessians of the objective at the current scores, output-major (output k's
     // are [k * rows, (k + 1) * rows)).
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
+#pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
+    {
+    std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
+#pragma omp for schedule(static)
     for (std::int64_t row = 0; row < rows; ++row) {
       const double w = weight(row);
       const double* s = scores.data() + row * outputs;
@@ -305,16 +308,20 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       } else {
         const double largest = *std::max_element(s, s + outputs);
         double total = 0;
-        for (int k = 0; k < outputs; ++k) total += std::exp(s[k] - largest);
+        for (int k = 0; k < outputs; ++k) {
+          exps[k] = std::exp(s[k] - largest);
+          total += exps[k];
+        }
         const double factor = double(outputs) / double(outputs - 1);
         for (int k = 0; k < outputs; ++k) {
-          const double p = std::exp(s[k] - largest) / total;
+          const double p = exps[k] / total;
           const double y = labels[row] == k ? 1.0 : 0.0;
           gradients[k * rows + row] = static_cast<float>((p - y) * w);
           hessians[k * rows + row] =
               static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
         }
       }
+    }
     }
     const std::vector<std::uint8_t> active = SampleTreeFeatures(
         model.mapper_.num_features(), params.feature_fraction, params.seed, round);
