@@ -73,14 +73,13 @@ struct Problem {
   int classes = 2;
 };
 
-Problem LoadCsvProblem(const std::string& train_path, const std::string& test_path,
-                       const std::string& label, int threads) {
-  data::Table train_table = data::ReadCsv(train_path);
-  data::Table test_table = data::ReadCsv(test_path);
-  data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
+// The problem of a train and a test table: the pipeline is fitted on train only.
+Problem ProblemFromTables(const data::Table& train_table, const data::Table& test_table,
+                          const std::string& label, std::string dataset, int threads) {
+  const data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
   features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train_table, label);
   Problem problem;
-  problem.dataset = train_path;
+  problem.dataset = std::move(dataset);
   problem.all = pipeline.Transform(train_table, threads);
   problem.test = pipeline.Transform(test_table, threads);
   problem.all_labels = Labels(train_table, summary);
@@ -90,15 +89,21 @@ Problem LoadCsvProblem(const std::string& train_path, const std::string& test_pa
   return problem;
 }
 
+Problem LoadCsvProblem(const std::string& train_path, const std::string& test_path,
+                       const std::string& label, int threads) {
+  return ProblemFromTables(data::ReadCsv(train_path), data::ReadCsv(test_path), label, train_path,
+                           threads);
+}
+
 constexpr std::uint64_t kTestSplitStream = 0x74657374;  // "test"
 
 // One CSV file split into train and test rows by a counter-based draw per row (peers reproduce
 // it exactly); the pipeline is fitted on the train rows only.
-Problem LoadSplitProblem(const std::string& path, const std::string& label,
-                         double test_fraction, std::uint64_t split_seed, int threads) {
+Problem LoadSplitProblem(const std::string& path, const std::string& label, double test_fraction,
+                         std::uint64_t split_seed, int threads) {
   if (!(test_fraction > 0 && test_fraction < 1)) {
-    throw InvalidInput(
-        fmt::format("--test-fraction {}: give a fraction between 0 and 1, e.g. 0.2", test_fraction));
+    throw InvalidInput(fmt::format("--test-fraction {}: give a fraction between 0 and 1, e.g. 0.2",
+                                   test_fraction));
   }
   const data::Table table = data::ReadCsv(path);
   std::vector<std::int64_t> train_rows, test_rows;
@@ -106,20 +111,10 @@ Problem LoadSplitProblem(const std::string& path, const std::string& label,
     const bool test = RandomUniform(split_seed, kTestSplitStream, row) < test_fraction;
     (test ? test_rows : train_rows).push_back(row);
   }
-  const data::Table train_table = data::SelectRows(table, train_rows);
-  const data::Table test_table = data::SelectRows(table, test_rows);
-  const data::LabelSummary summary = data::AnalyzeLabel(train_table, label);
-  features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train_table, label);
-  Problem problem;
-  problem.dataset = fmt::format("{} (test fraction {}, split seed {})", path, test_fraction,
-                                split_seed);
-  problem.all = pipeline.Transform(train_table, threads);
-  problem.test = pipeline.Transform(test_table, threads);
-  problem.all_labels = Labels(train_table, summary);
-  problem.test_labels = Labels(test_table, summary);
-  problem.type = summary.problem_type;
-  problem.classes = static_cast<int>(summary.classes.size());
-  return problem;
+  return ProblemFromTables(
+      data::SelectRows(table, train_rows), data::SelectRows(table, test_rows), label,
+      fmt::format("{} (test fraction {}, split seed {})", path, test_fraction, split_seed),
+      threads);
 }
 
 std::int64_t MatrixBytes(const features::FeatureMatrix& matrix) {
@@ -224,11 +219,11 @@ int main(int argc, char** argv) {
 
     Problem problem =
         !synthetic.empty() ? MakeSyntheticProblem(synthetic)
-        : split_given      ? LoadSplitProblem(data_path, label,
-                                              std::stod(ArgValue(argc, argv, "--test-fraction", "0.2")),
-                                              std::stoull(ArgValue(argc, argv, "--split-seed", "0")),
-                                              threads)
-                           : LoadCsvProblem(train_path, test_path, label, threads);
+        : split_given
+            ? LoadSplitProblem(data_path, label,
+                               std::stod(ArgValue(argc, argv, "--test-fraction", "0.2")),
+                               std::stoull(ArgValue(argc, argv, "--split-seed", "0")), threads)
+            : LoadCsvProblem(train_path, test_path, label, threads);
     if (const std::string dir = ArgValue(argc, argv, "--write-data", ""); !dir.empty()) {
       WriteCsv(dir + "/train.csv", problem.all, problem.all_labels);
       WriteCsv(dir + "/test.csv", problem.test, problem.test_labels);
@@ -265,9 +260,9 @@ int main(int argc, char** argv) {
       for (std::int64_t row : fit_rows) fit_labels.push_back(all_labels[row]);
     for (std::int64_t row : valid_rows) valid_labels.push_back(all_labels[row]);
 
-    gbm::GbmModel model = gbm::GbmModel::Fit(
-        fit, valid_rows.empty() ? all_labels : fit_labels, {},
-        valid_rows.empty() ? nullptr : &valid, valid_labels, params, threads);
+    gbm::GbmModel model =
+        gbm::GbmModel::Fit(fit, valid_rows.empty() ? all_labels : fit_labels, {},
+                           valid_rows.empty() ? nullptr : &valid, valid_labels, params, threads);
     const std::string model_bytes = model.Serialize();
     Stopwatch predict_watch;
     std::vector<double> predictions = model.Predict(test, threads);
@@ -299,9 +294,8 @@ int main(int argc, char** argv) {
         problem.dataset, fit.num_rows, params_json, threads, metric_json,
         model.report().bin_seconds, model.report().train_seconds, predict_seconds,
         model.report().iterations, model.report().stop_reason,
-        static_cast<long long>(usage.ru_maxrss) * 1024,
-        MatrixBytes(all) + MatrixBytes(test), model.report().bin_matrix_bytes, model_bytes.size(),
-        Sha256Hex(model_bytes));
+        static_cast<long long>(usage.ru_maxrss) * 1024, MatrixBytes(all) + MatrixBytes(test),
+        model.report().bin_matrix_bytes, model_bytes.size(), Sha256Hex(model_bytes));
     return 0;
   } catch (const tabforge::Error& error) {
     std::fprintf(stderr, "gbm_bench: %s\n", error.what());

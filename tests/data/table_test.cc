@@ -9,9 +9,9 @@ namespace tabforge::data {
 namespace {
 
 TEST(Table, SelectRowsKeepsTypesValuesAndCodes) {
-  const Table table = ParseCsv(
-      "x,colour,when,flag\n1.5,red,2020-01-02,True\n,blue,2021-03-04,False\n3,red,,\n", "t.csv",
-      {});
+  const Table table =
+      ParseCsv("x,colour,when,flag\n1.5,red,2020-01-02,True\n,blue,2021-03-04,False\n3,red,,\n",
+               "t.csv", {});
   const Table picked = SelectRows(table, {2, 0, 0});
   ASSERT_EQ(picked.num_rows(), 3);
   ASSERT_EQ(picked.num_columns(), table.num_columns());

@@ -284,44 +284,44 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     // are [k * rows, (k + 1) * rows)).
 #pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
     {
-    std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
+      std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
 #pragma omp for schedule(static)
-    for (std::int64_t row = 0; row < rows; ++row) {
-      const double w = weight(row);
-      const double* s = scores.data() + row * outputs;
-      if (objective_binary) {
-        const double p = Sigmoid(s[0]);
-        gradients[row] = static_cast<float>((p - labels[row]) * w);
-        hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
-      } else if (objective_regression) {
-        const double residual = s[0] - labels[row];
-        double gradient = residual;  // L2
-        if (objective_l1) {
-          gradient = residual > 0 ? 1.0 : residual < 0 ? -1.0 : 0.0;
-        } else if (objective_huber) {
-          gradient = std::clamp(residual, -params.alpha, params.alpha);
-        } else if (objective_quantile) {
-          gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
-        }
-        gradients[row] = static_cast<float>(gradient * w);
-        hessians[row] = static_cast<float>(w);
-      } else {
-        const double largest = *std::max_element(s, s + outputs);
-        double total = 0;
-        for (int k = 0; k < outputs; ++k) {
-          exps[k] = std::exp(s[k] - largest);
-          total += exps[k];
-        }
-        const double factor = double(outputs) / double(outputs - 1);
-        for (int k = 0; k < outputs; ++k) {
-          const double p = exps[k] / total;
-          const double y = labels[row] == k ? 1.0 : 0.0;
-          gradients[k * rows + row] = static_cast<float>((p - y) * w);
-          hessians[k * rows + row] =
-              static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const double w = weight(row);
+        const double* s = scores.data() + row * outputs;
+        if (objective_binary) {
+          const double p = Sigmoid(s[0]);
+          gradients[row] = static_cast<float>((p - labels[row]) * w);
+          hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
+        } else if (objective_regression) {
+          const double residual = s[0] - labels[row];
+          double gradient = residual;  // L2
+          if (objective_l1) {
+            gradient = residual > 0 ? 1.0 : residual < 0 ? -1.0 : 0.0;
+          } else if (objective_huber) {
+            gradient = std::clamp(residual, -params.alpha, params.alpha);
+          } else if (objective_quantile) {
+            gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
+          }
+          gradients[row] = static_cast<float>(gradient * w);
+          hessians[row] = static_cast<float>(w);
+        } else {
+          const double largest = *std::max_element(s, s + outputs);
+          double total = 0;
+          for (int k = 0; k < outputs; ++k) {
+            exps[k] = std::exp(s[k] - largest);
+            total += exps[k];
+          }
+          const double factor = double(outputs) / double(outputs - 1);
+          for (int k = 0; k < outputs; ++k) {
+            const double p = exps[k] / total;
+            const double y = labels[row] == k ? 1.0 : 0.0;
+            gradients[k * rows + row] = static_cast<float>((p - y) * w);
+            hessians[k * rows + row] =
+                static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
+          }
         }
       }
-    }
     }
     const std::vector<std::uint8_t> active = SampleTreeFeatures(
         model.mapper_.num_features(), params.feature_fraction, params.seed, round);
@@ -330,7 +330,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       const float* class_hessian = hessians.data() + k * rows;
       double max_gradient = 0, max_hessian = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
-    reduction(max : max_gradient, max_hessian)
+    reduction(max                                                                         \
+              : max_gradient, max_hessian)
       for (std::int64_t row = 0; row < rows; ++row) {
         max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
         max_hessian = std::max(max_hessian, double(class_hessian[row]));
@@ -345,7 +346,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double g = class_gradient[row] / quantized.gradient_scale;
-        const auto q = static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
+        const auto q =
+            static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
         pairs[row].gradient = static_cast<std::int32_t>(std::clamp<std::int64_t>(q, -level, level));
         pairs[row].hessian =
             static_cast<std::uint32_t>(std::llround(double(class_hessian[row]) * hessian_fixed));

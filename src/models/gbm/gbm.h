@@ -54,7 +54,7 @@ struct GbmParams {
   // Megabytes of histograms kept at once (LightGBM's histogram_pool_size); the default (-1)
   // is a quarter of the bin matrix's size, at least 8 MB. The trees do not depend on it.
   double histogram_pool_size = -1;
-  double scale_pos_weight = 1;   // binary: weight of positive rows
+  double scale_pos_weight = 1;  // binary: weight of positive rows
   // Classification: "balanced" (rows / (classes * class rows), as scikit-learn) or, given as a
   // JSON array, one weight per class in class order (class_weights). Empty: unit weights.
   std::string class_weight;

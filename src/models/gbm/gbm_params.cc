@@ -154,10 +154,10 @@ GbmParams GbmParams::FromJson(const std::string& json) {
          if (v.is_string()) {
            params.class_weight = v.get<std::string>();
            if (params.class_weight != "balanced") {
-             throw InvalidInput(fmt::format(
-                 "class_weight '{}' is not known; give \"balanced\" or an array of one "
-                 "weight per class",
-                 params.class_weight));
+             throw InvalidInput(
+                 fmt::format("class_weight '{}' is not known; give \"balanced\" or an array of one "
+                             "weight per class",
+                             params.class_weight));
            }
            return;
          }
@@ -189,10 +189,10 @@ GbmParams GbmParams::FromJson(const std::string& json) {
     } catch (const nlohmann::json::exception&) {
       throw InvalidInput(fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key,
                                      value.dump(),
-                                     key == "class_weight"                  ? "\"balanced\" or an array of numbers"
+                                     key == "class_weight" ? "\"balanced\" or an array of numbers"
                                      : key == "objective" || key == "metric" ? "string"
-                                     : key == "use_quantized_grad" ? "boolean"
-                                                                   : "number"));
+                                     : key == "use_quantized_grad"           ? "boolean"
+                                                                             : "number"));
     }
   }
   params.Validate();

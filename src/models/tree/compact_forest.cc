@@ -8,8 +8,9 @@ namespace {
 
 // The largest float f with double(f) <= bound: float values compare with it as with bound.
 float FloatAtOrBelow(double bound) {
-  if (std::isinf(bound)) return bound > 0 ? std::numeric_limits<float>::infinity()
-                                          : -std::numeric_limits<float>::infinity();
+  if (std::isinf(bound))
+    return bound > 0 ? std::numeric_limits<float>::infinity()
+                     : -std::numeric_limits<float>::infinity();
   if (bound >= double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::max();
   if (bound < double(std::numeric_limits<float>::lowest())) {
     return -std::numeric_limits<float>::infinity();
@@ -34,7 +35,9 @@ void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mappe
   for (const Tree& tree : trees) {
     const auto node_base = static_cast<std::int32_t>(nodes_.size());
     const auto leaf_base = static_cast<std::int32_t>(leaves_.size());
-    auto link = [&](std::int32_t child) { return child >= 0 ? node_base + child : ~(leaf_base + ~child); };
+    auto link = [&](std::int32_t child) {
+      return child >= 0 ? node_base + child : ~(leaf_base + ~child);
+    };
     roots_.push_back(tree.nodes().empty() ? ~leaf_base : node_base);
     for (const TreeNode& node : tree.nodes()) {
       Node out;

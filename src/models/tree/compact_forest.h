@@ -51,10 +51,10 @@ class CompactForest {
   struct Node {
     std::int32_t feature = 0;  // index | kCategorical | kDefaultLeft
     union {
-      float threshold;         // numeric: values <= threshold go left
-      std::int32_t payload;    // categorical: index into categories_
+      float threshold;       // numeric: values <= threshold go left
+      std::int32_t payload;  // categorical: index into categories_
     };
-    std::int32_t left = 0;   // >= 0 a node of nodes_, < 0 the leaf ~child of leaves_
+    std::int32_t left = 0;  // >= 0 a node of nodes_, < 0 the leaf ~child of leaves_
     std::int32_t right = 0;
   };
   struct Categories {

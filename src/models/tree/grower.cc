@@ -68,7 +68,8 @@ TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const Gro
   const std::int64_t wanted = params_.histogram_pool_bytes > 0
                                   ? params_.histogram_pool_bytes / histogram_bytes
                                   : std::int64_t(params_.num_leaves);
-  max_slots_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 2, std::max(params_.num_leaves, 2)));
+  max_slots_ =
+      static_cast<int>(std::clamp<std::int64_t>(wanted, 2, std::max(params_.num_leaves, 2)));
   pool_.resize(static_cast<std::size_t>(layout_.total_bins()) * max_slots_);
   profile_ = BinProfile::Analyze(bins_, layout_);
 }
@@ -137,9 +138,10 @@ void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
     if (left_h < params_.min_sum_hessian_in_leaf || right_h < params_.min_sum_hessian_in_leaf) {
       return;
     }
-    const double gain = LeafGain(Real(left.gradient(), g_scale), left_h, reg) +
-                        LeafGain(Real(right.gradient(), g_scale), right_h, reg) -
-                        LeafGain(Real(total.gradient(), g_scale), Real(total.hessian, h_scale), reg);
+    const double gain =
+        LeafGain(Real(left.gradient(), g_scale), left_h, reg) +
+        LeafGain(Real(right.gradient(), g_scale), right_h, reg) -
+        LeafGain(Real(total.gradient(), g_scale), Real(total.hessian, h_scale), reg);
     if (gain > best.gain) {
       best.gain = gain;
       best.feature = feature;
@@ -255,7 +257,7 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
   const int num_bins = mapper_.feature(split.feature).num_bins;
   side_.assign(static_cast<std::size_t>(num_bins), 0);
   for (int bin = 0; bin < num_bins; ++bin) {
-    side_[bin] = split.categorical  ? TestBit(split.left_bins, bin)
+    side_[bin] = split.categorical    ? TestBit(split.left_bins, bin)
                  : bin == missing_bin ? split.default_left
                                       : bin <= split.threshold_bin;
   }

@@ -33,9 +33,10 @@ struct GrowerParams {
 
 // The gradients of one round, for one output, one histogram pair per row: gradients quantized
 // to a few integer levels with stochastic rounding (gradient ~ quantized * gradient_scale),
-// hessians in 64-bit fixed point (hessian ~ fixed * hessian_scale). Quantized hessians made the min_sum_hessian_in_leaf
-// check noisy where hessians are tiny (confident multiclass rows) and let leaves with almost no
-// curvature take huge values; fixed point keeps them exact and the sums order-independent.
+// hessians in 64-bit fixed point (hessian ~ fixed * hessian_scale). Quantized hessians made the
+// min_sum_hessian_in_leaf check noisy where hessians are tiny (confident multiclass rows) and let
+// leaves with almost no curvature take huge values; fixed point keeps them exact and the sums
+// order-independent.
 struct QuantizedGradients {
   const GradientPair* pairs = nullptr;  // by row
   double gradient_scale = 1;
@@ -71,8 +72,8 @@ class TreeGrower {
   // Sets each leaf's best split from its histogram (node keys drive node-level sampling).
   void FindBestSplits(Leaf* const* leaves, const HistogramBin* const* histograms,
                       const std::uint64_t* node_keys, int count,
-                      const QuantizedGradients& gradients,
-                      const std::vector<std::uint8_t>& active, std::uint64_t seed);
+                      const QuantizedGradients& gradients, const std::vector<std::uint8_t>& active,
+                      std::uint64_t seed);
   void ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
                    const QuantizedGradients& gradients, Split& best) const;
   void ScanCategorical(int feature, const HistogramBin* histogram, const HistogramBin& total,
@@ -86,14 +87,14 @@ class TreeGrower {
   void Partition(const Split& split, int missing_bin, std::int64_t begin, std::int64_t end,
                  std::int64_t& left_end);
 
-  int max_slots_ = 2;                 // histograms the pool holds
-  std::vector<HistogramBin> pool_;    // max_slots_ histograms, reused across trees
-  HistogramScratch scratch_;          // partial histograms of parallel builds
-  std::vector<std::int32_t> order_;   // rows grouped by leaf
-  std::vector<std::int32_t> spare_;   // partition buffer, as long as order_
+  int max_slots_ = 2;                    // histograms the pool holds
+  std::vector<HistogramBin> pool_;       // max_slots_ histograms, reused across trees
+  HistogramScratch scratch_;             // partial histograms of parallel builds
+  std::vector<std::int32_t> order_;      // rows grouped by leaf
+  std::vector<std::int32_t> spare_;      // partition buffer, as long as order_
   std::vector<std::uint8_t> goes_left_;  // partition: each row's side
   std::vector<std::uint8_t> side_;       // partition: each bin's side
-  BinProfile profile_;                    // splittable and sparse features
+  BinProfile profile_;                   // splittable and sparse features
 };
 
 }  // namespace tabforge::tree

@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 
-
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define TFG_HISTOGRAM_SSE2 1
@@ -110,14 +109,14 @@ void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const st
   const std::int64_t* begin = source.profile->sparse_begin.data();
   const std::uint32_t* cells = source.profile->sparse_cells.data();
   if (sparse) {
-    AccumulateRows<Bin, false, true>(matrix, num_features, offsets, features, listed, begin,
-                                     cells, rows, num_rows, pairs, out);
+    AccumulateRows<Bin, false, true>(matrix, num_features, offsets, features, listed, begin, cells,
+                                     rows, num_rows, pairs, out);
   } else if (listed == num_features) {
-    AccumulateRows<Bin, true, false>(matrix, num_features, offsets, features, listed, begin,
-                                     cells, rows, num_rows, pairs, out);
+    AccumulateRows<Bin, true, false>(matrix, num_features, offsets, features, listed, begin, cells,
+                                     rows, num_rows, pairs, out);
   } else {
-    AccumulateRows<Bin, false, false>(matrix, num_features, offsets, features, listed, begin,
-                                      cells, rows, num_rows, pairs, out);
+    AccumulateRows<Bin, false, false>(matrix, num_features, offsets, features, listed, begin, cells,
+                                      rows, num_rows, pairs, out);
   }
 }
 
@@ -135,8 +134,8 @@ void CompleteSparse(const HistogramSource& source, const HistogramBin& total,
                     HistogramBin* histogram) {
   for (int feature : source.sparse_features) {
     HistogramBin* cells = histogram + source.layout->offsets[feature];
-    const int bins = static_cast<int>(source.layout->offsets[feature + 1] -
-                                      source.layout->offsets[feature]);
+    const int bins =
+        static_cast<int>(source.layout->offsets[feature + 1] - source.layout->offsets[feature]);
     const int dominant = source.profile->most_frequent[feature];
     HistogramBin rest;
     for (int bin = 0; bin < bins; ++bin) {
@@ -196,9 +195,9 @@ BinProfile BinProfile::Analyze(const BinMatrix& bins, const HistogramLayout& lay
   return profile;
 }
 
-void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
-                    std::int64_t num_rows, const GradientPair* pairs, const HistogramBin& total,
-                    HistogramBin* histogram, HistogramScratch& scratch, int threads) {
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                    const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
+                    HistogramScratch& scratch, int threads) {
   const std::int64_t total_bins = source.layout->total_bins();
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(num_rows / kRowsPerThread, 1, std::max(threads, 1)));
@@ -216,9 +215,9 @@ void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
   {
 #pragma omp for schedule(static, 1)
     for (int chunk = 0; chunk < chunks; ++chunk) {
-      HistogramBin* out = chunk == 0 ? histogram
-                                     : scratch.partials.data() +
-                                           static_cast<std::size_t>(chunk - 1) * total_bins;
+      HistogramBin* out =
+          chunk == 0 ? histogram
+                     : scratch.partials.data() + static_cast<std::size_t>(chunk - 1) * total_bins;
       std::fill(out, out + total_bins, HistogramBin{});
       const std::int64_t begin = num_rows * chunk / chunks;
       const std::int64_t end = num_rows * (chunk + 1) / chunks;

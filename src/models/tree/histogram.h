@@ -24,7 +24,9 @@ struct HistogramBin {
   static HistogramBin Row(std::int64_t gradient, std::int64_t hessian) {
     return {gradient * (std::int64_t(1) << 32) + 1, hessian};
   }
-  std::int64_t count() const { return static_cast<std::int64_t>(std::uint64_t(packed) & 0xffffffffu); }
+  std::int64_t count() const {
+    return static_cast<std::int64_t>(std::uint64_t(packed) & 0xffffffffu);
+  }
   std::int64_t gradient() const { return (packed - count()) / (std::int64_t(1) << 32); }
   HistogramBin& operator+=(const HistogramBin& other) {
     packed += other.packed;
@@ -67,8 +69,8 @@ struct HistogramLayout {
 // zeros do in count features) is summed from per-row lists of its other bins' cells, and its
 // most frequent bin is then the leaf's total minus the rest (LightGBM skips that bin too).
 struct BinProfile {
-  std::vector<std::uint8_t> splittable;  // per feature: rows in two bins or more
-  std::vector<int> most_frequent;        // per feature: the sparse feature's dominant bin, or -1
+  std::vector<std::uint8_t> splittable;    // per feature: rows in two bins or more
+  std::vector<int> most_frequent;          // per feature: the sparse feature's dominant bin, or -1
   std::vector<std::int64_t> sparse_begin;  // num_rows + 1: row r's cells are [begin[r], begin[r+1])
   std::vector<std::uint32_t> sparse_cells;  // histogram cells (layout offset + bin) of the sparse
                                             // features' other bins, by row
@@ -97,9 +99,9 @@ struct HistogramScratch {
 // Large row sets are split into one contiguous chunk per thread, each summed into its own
 // partial histogram, and the partials are added up: integer sums, so the result is the same for
 // any thread count.
-void BuildHistogram(const HistogramSource& source, const std::int32_t* rows,
-                    std::int64_t num_rows, const GradientPair* pairs, const HistogramBin& total,
-                    HistogramBin* histogram, HistogramScratch& scratch, int threads);
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                    const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
+                    HistogramScratch& scratch, int threads);
 
 // larger = parent - smaller, bin by bin (exact in integers).
 void SubtractHistogram(const HistogramBin* parent, const HistogramBin* smaller,

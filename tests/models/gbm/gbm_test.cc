@@ -209,8 +209,8 @@ TEST(Gbm, GradientLevelsBoundedByRows) {
   }
   params.num_grad_quant_bins = 64;
   params.use_quantized_grad = false;
-  EXPECT_EQ(GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1).report().rounds_run,
-            3);
+  EXPECT_EQ(
+      GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1).report().rounds_run, 3);
 }
 
 // The histogram pool's size changes which histograms are rebuilt, never the model.
@@ -239,7 +239,8 @@ TEST(Gbm, ClassWeights) {
     const GbmModel model = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, p, 1);
     const std::vector<double> probabilities = model.Predict(data.features, 1);
     int count = 0;
-    for (std::size_t row = 0; row < data.labels.size(); ++row) count += probabilities[2 * row + 1] > 0.5;
+    for (std::size_t row = 0; row < data.labels.size(); ++row)
+      count += probabilities[2 * row + 1] > 0.5;
     return count;
   };
   const int plain = positives(params);
