@@ -387,8 +387,15 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       }
       model.trees_.push_back(std::move(tree));
     }
-    if (!std::all_of(scores.begin(), scores.end(), [](double v) { return std::isfinite(v); })) {
-      // Drop the round: its trees made scores overflow (only possible without a leaf cap).
+    // A round whose trees have a non-finite leaf value (possible only without a leaf cap, when
+    // Newton steps divide by vanishing hessians) is dropped; checking leaves, not every score,
+    // keeps this off the per-row path.
+    const bool finite =
+        std::all_of(model.trees_.end() - outputs, model.trees_.end(), [](const tree::Tree& tree) {
+          return std::all_of(tree.leaf_values().begin(), tree.leaf_values().end(),
+                             [](double value) { return std::isfinite(value); });
+        });
+    if (!finite) {
       model.trees_.resize(model.trees_.size() - static_cast<std::size_t>(outputs));
       model.report_.stop_reason = "diverged";
       break;

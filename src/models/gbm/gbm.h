@@ -88,7 +88,7 @@ struct FitReport {
   int iterations = 0;       // rounds kept in the model
   int rounds_run = 0;       // rounds trained
   std::string stop_reason;  // "num_iterations reached", "early stopping", "deadline",
-                            // "diverged" (a round gave non-finite scores; it is dropped)
+                            // "diverged" (a round gave non-finite leaf values; it is dropped)
   double best_score = 0;    // validation score at the kept iteration (when validated)
   double bin_seconds = 0;
   double train_seconds = 0;
