@@ -234,16 +234,30 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   grower_params.histogram_pool_bytes =
       params.histogram_pool_size > 0
           ? static_cast<std::int64_t>(params.histogram_pool_size * 1048576.0)
-          : std::max<std::int64_t>(std::int64_t(8) << 20, model.report_.bin_matrix_bytes / 4);
+          : std::max<std::int64_t>(std::int64_t(4) << 20, model.report_.bin_matrix_bytes / 8);
   tree::TreeGrower grower(bins, model.mapper_, grower_params, threads);
 
+  // Exact gradients (output-major: output k's are [k * rows, (k + 1) * rows)) and each row's
+  // histogram pair. The hessians go straight to fixed point on a scale set by their bound
+  // (hessians of these objectives are at most a known multiple of the largest row weight), so
+  // no float copy of them is kept; multiclass keeps every class's fixed hessians for the round.
   std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
-  std::vector<float> hessians(gradients.size());
   std::vector<tree::GradientPair> pairs(static_cast<std::size_t>(rows));
-  std::vector<std::int32_t> bag;
-  std::vector<std::uint8_t> in_bag(static_cast<std::size_t>(rows), 1);
-  std::vector<std::int32_t> leaf_of_row(static_cast<std::size_t>(rows), -1);
+  std::vector<std::uint32_t> class_hessians(outputs > 1 ? gradients.size() : 0);
   const bool bagging = params.bagging_freq > 0 && params.bagging_fraction < 1.0;
+  std::vector<std::int32_t> bag;  // the round's rows when bagging (else every row)
+  std::vector<std::uint8_t> in_bag(bagging ? static_cast<std::size_t>(rows) : 0, 1);
+  double max_weight = 1;
+  if (!unit_weights) max_weight = *std::max_element(weight_storage.begin(), weight_storage.end());
+  const double softmax_factor = outputs > 1 ? double(outputs) / double(outputs - 1) : 1.0;
+  const double hessian_bound = max_weight * (params.objective == "binary"       ? 0.25
+                                             : params.objective == "multiclass" ? 0.25 * softmax_factor
+                                                                                : 1.0);
+  const double hessian_fixed = tree::RowHessianScale(hessian_bound);
+  auto fixed_hessian = [hessian_fixed](double hessian) {
+    return static_cast<std::uint32_t>(
+        std::min<std::int64_t>(std::llround(hessian * hessian_fixed), 4294967295LL));
+  };
   double best_score = 0;
   int best_round = 0;
   int rounds_without_gain = 0;
@@ -271,28 +285,30 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       model.report_.stop_reason = "deadline";
       break;
     }
-    if (bag.empty() || (bagging && round % params.bagging_freq == 0)) {
+    if (bagging && round % params.bagging_freq == 0) {
       bag.clear();
       for (std::int64_t row = 0; row < rows; ++row) {
-        const bool keep = !bagging || RandomUniform(params.seed, kBagStream + std::uint64_t(round),
-                                                    row) < params.bagging_fraction;
+        const bool keep = RandomUniform(params.seed, kBagStream + std::uint64_t(round), row) <
+                          params.bagging_fraction;
         in_bag[row] = keep;
         if (keep) bag.push_back(static_cast<std::int32_t>(row));
       }
     }
-    // Gradients and hessians of the objective at the current scores, output-major (output k's
-    // are [k * rows, (k + 1) * rows)).
+    // Gradients and fixed-point hessians of the objective at the current scores, with the
+    // largest |gradient| of each output (single output: found in the same pass).
+    double max_gradient = 0;
 #pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
     {
       std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) reduction(max : max_gradient)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double w = weight(row);
         const double* s = scores.data() + row * outputs;
         if (objective_binary) {
           const double p = Sigmoid(s[0]);
           gradients[row] = static_cast<float>((p - labels[row]) * w);
-          hessians[row] = static_cast<float>(std::max(p * (1 - p), 1e-16) * w);
+          pairs[row].hessian = fixed_hessian(std::max(p * (1 - p), 1e-16) * w);
+          max_gradient = std::max(max_gradient, std::fabs(double(gradients[row])));
         } else if (objective_regression) {
           const double residual = s[0] - labels[row];
           double gradient = residual;  // L2
@@ -304,7 +320,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
             gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
           }
           gradients[row] = static_cast<float>(gradient * w);
-          hessians[row] = static_cast<float>(w);
+          pairs[row].hessian = fixed_hessian(w);
+          max_gradient = std::max(max_gradient, std::fabs(double(gradients[row])));
         } else {
           const double largest = *std::max_element(s, s + outputs);
           double total = 0;
@@ -312,13 +329,12 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
             exps[k] = std::exp(s[k] - largest);
             total += exps[k];
           }
-          const double factor = double(outputs) / double(outputs - 1);
           for (int k = 0; k < outputs; ++k) {
             const double p = exps[k] / total;
             const double y = labels[row] == k ? 1.0 : 0.0;
             gradients[k * rows + row] = static_cast<float>((p - y) * w);
-            hessians[k * rows + row] =
-                static_cast<float>(std::max(factor * p * (1 - p), 1e-16) * w);
+            class_hessians[k * rows + row] =
+                fixed_hessian(std::max(softmax_factor * p * (1 - p), 1e-16) * w);
           }
         }
       }
@@ -327,56 +343,61 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         model.mapper_.num_features(), params.feature_fraction, params.seed, round);
     for (int k = 0; k < outputs; ++k) {
       const float* class_gradient = gradients.data() + k * rows;
-      const float* class_hessian = hessians.data() + k * rows;
-      double max_gradient = 0, max_hessian = 0;
+      if (outputs > 1) {
+        max_gradient = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
-    reduction(max                                                                         \
-              : max_gradient, max_hessian)
-      for (std::int64_t row = 0; row < rows; ++row) {
-        max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
-        max_hessian = std::max(max_hessian, double(class_hessian[row]));
+    reduction(max : max_gradient)
+        for (std::int64_t row = 0; row < rows; ++row) {
+          max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
+        }
       }
       // Quantize the gradients with stochastic rounding keyed by (seed, round and output,
-      // row) to integers in [-level, level]; hessians go to fixed point.
+      // row) to integers in [-level, level].
       tree::QuantizedGradients quantized;
       quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
-      const double hessian_fixed = tree::RowHessianScale(max_hessian);
       quantized.hessian_scale = 1.0 / hessian_fixed;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
+      const std::uint32_t* class_hessian = class_hessians.data() + k * rows;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double g = class_gradient[row] / quantized.gradient_scale;
         const auto q =
             static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
         pairs[row].gradient = static_cast<std::int32_t>(std::clamp<std::int64_t>(q, -level, level));
-        pairs[row].hessian =
-            static_cast<std::uint32_t>(std::llround(double(class_hessian[row]) * hessian_fixed));
+        if (outputs > 1) pairs[row].hessian = class_hessian[row];
       }
       quantized.pairs = pairs.data();
       quantized.exact_gradients = class_gradient;
       quantized.max_abs_gradient = max_gradient;
-      tree::Tree tree = grower.Grow(
-          bag, quantized, active, params.seed ^ (std::uint64_t(round) * outputs + k), &leaf_of_row);
+      tree::Tree tree = grower.Grow(bagging ? &bag : nullptr, quantized, active,
+                                    params.seed ^ (std::uint64_t(round) * outputs + k));
+      const int num_leaves = tree.num_leaves();
       if (const double quantile = RenewalQuantile(params); quantile > 0) {
         // L1 and quantile leaves take the (weighted) quantile of their rows' residuals, as
         // LightGBM renews them; Newton steps on a constant hessian would move too little.
-        std::vector<std::vector<std::pair<double, double>>> residuals(
-            static_cast<std::size_t>(tree.num_leaves()));
-        for (std::int32_t row : bag) {
-          residuals[leaf_of_row[row]].push_back({labels[row] - scores[row], weight(row)});
-        }
-        for (int leaf = 0; leaf < tree.num_leaves(); ++leaf) {
-          if (!residuals[leaf].empty()) {
-            tree.leaf_values()[leaf] = WeightedQuantile(residuals[leaf], quantile);
+        for (int leaf = 0; leaf < num_leaves; ++leaf) {
+          std::vector<std::pair<double, double>> residuals;
+          for (std::int32_t row : grower.LeafRows(leaf)) {
+            residuals.push_back({labels[row] - scores[row], weight(row)});
           }
+          if (!residuals.empty()) tree.leaf_values()[leaf] = WeightedQuantile(residuals, quantile);
         }
       }
       for (double& value : tree.leaf_values()) value *= params.learning_rate;
       const std::vector<double>& leaf_values = tree.leaf_values();
+      // Bagged rows take their leaf's value from the grower's row groups; the rest are routed
+      // through the tree by their bins.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (rows >= kParallelRows)
+      for (int leaf = 0; leaf < num_leaves; ++leaf) {
+        for (std::int32_t row : grower.LeafRows(leaf)) {
+          scores[static_cast<std::int64_t>(row) * outputs + k] += leaf_values[leaf];
+        }
+      }
+      if (bagging) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
-      for (std::int64_t row = 0; row < rows; ++row) {
-        const int leaf = in_bag[row] ? leaf_of_row[row] : tree.LeafOfBins(bins, row);
-        scores[row * outputs + k] += leaf_values[leaf];
+        for (std::int64_t row = 0; row < rows; ++row) {
+          if (!in_bag[row]) scores[row * outputs + k] += leaf_values[tree.LeafOfBins(bins, row)];
+        }
       }
       if (validating) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (valid->num_rows >= kParallelRows)

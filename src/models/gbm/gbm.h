@@ -52,7 +52,7 @@ struct GbmParams {
   double cat_l2 = 10;
   std::int64_t min_data_per_group = 100;
   // Megabytes of histograms kept at once (LightGBM's histogram_pool_size); the default (-1)
-  // is a quarter of the bin matrix's size, at least 8 MB. The trees do not depend on it.
+  // is an eighth of the bin matrix's size, at least 4 MB. The trees do not depend on it.
   double histogram_pool_size = -1;
   double scale_pos_weight = 1;  // binary: weight of positive rows
   // Classification: "balanced" (rows / (classes * class rows), as scikit-learn) or, given as a

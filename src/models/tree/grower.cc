@@ -1,6 +1,7 @@
 #include "models/tree/grower.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 
@@ -332,9 +333,8 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
   left_end = begin + lefts[chunks];
 }
 
-Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGradients& gradients,
-                      const std::vector<std::uint8_t>& active, std::uint64_t seed,
-                      std::vector<std::int32_t>* leaf_of_row) {
+Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGradients& gradients,
+                      const std::vector<std::uint8_t>& active, std::uint64_t seed) {
   const std::int64_t total_bins = layout_.total_bins();
   // Leaf l's histogram lives in pool slot slot_of[l] (-1: none). The larger child takes over
   // its parent's slot, so no histogram is copied. When the pool is full, the histogram of the
@@ -356,7 +356,12 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     (profile_.most_frequent[feature] >= 0 ? source.sparse_features : source.dense_features)
         .push_back(feature);
   }
-  order_ = rows;
+  if (rows != nullptr) {
+    order_ = *rows;
+  } else {
+    order_.resize(static_cast<std::size_t>(bins_.num_rows));
+    std::iota(order_.begin(), order_.end(), 0);
+  }
   spare_.resize(order_.size());
   goes_left_.resize(order_.size());
   std::vector<Leaf> leaves(1);
@@ -472,11 +477,14 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>& rows, const QuantizedGrad
     for (std::int64_t index = leaves[leaf].begin; index < leaves[leaf].end; ++index) {
       const std::int32_t row = order_[index];
       sum_gradient += std::llround(double(gradients.exact_gradients[row]) * gradient_fixed);
-      if (leaf_of_row != nullptr) (*leaf_of_row)[row] = leaf;
     }
     leaf_values[leaf] =
         LeafValue(double(sum_gradient) / gradient_fixed,
                   Real(leaves[leaf].total.hessian, gradients.hessian_scale), params_.reg);
+  }
+  leaf_ranges_.resize(static_cast<std::size_t>(num_leaves));
+  for (int leaf = 0; leaf < num_leaves; ++leaf) {
+    leaf_ranges_[leaf] = {leaves[leaf].begin, leaves[leaf].end};
   }
   return tree;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "models/tree/binning.h"
@@ -55,13 +56,17 @@ class TreeGrower {
   TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const GrowerParams& params,
              int threads);
 
-  // Grows a tree on `rows` (the round's bag) using the features whose `active` flag is set;
-  // node-level feature sampling is keyed by (seed, node). Leaf values are the unscaled
-  // optimal values (the caller applies the learning rate). `leaf_of_row`, when not null, gets
-  // each bagged row's leaf (indexed by row).
-  Tree Grow(const std::vector<std::int32_t>& rows, const QuantizedGradients& gradients,
-            const std::vector<std::uint8_t>& active, std::uint64_t seed,
-            std::vector<std::int32_t>* leaf_of_row);
+  // Grows a tree on `rows` (the round's bag; null: every row of the bin matrix) using the
+  // features whose `active` flag is set; node-level feature sampling is keyed by (seed, node).
+  // Leaf values are the unscaled optimal values (the caller applies the learning rate).
+  Tree Grow(const std::vector<std::int32_t>* rows, const QuantizedGradients& gradients,
+            const std::vector<std::uint8_t>& active, std::uint64_t seed);
+
+  // The rows of leaf `leaf` of the last tree grown (valid until the next Grow).
+  std::span<const std::int32_t> LeafRows(int leaf) const {
+    return {order_.data() + leaf_ranges_[leaf].first,
+            static_cast<std::size_t>(leaf_ranges_[leaf].second - leaf_ranges_[leaf].first)};
+  }
 
  private:
   struct Split;
@@ -91,6 +96,7 @@ class TreeGrower {
   std::vector<HistogramBin> pool_;       // max_slots_ histograms, reused across trees
   HistogramScratch scratch_;             // partial histograms of parallel builds
   std::vector<std::int32_t> order_;      // rows grouped by leaf
+  std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges_;  // last tree: [begin, end)
   std::vector<std::int32_t> spare_;      // partition buffer, as long as order_
   std::vector<std::uint8_t> goes_left_;  // partition: each row's side
   std::vector<std::uint8_t> side_;       // partition: each bin's side
