@@ -12,4 +12,7 @@ namespace tabforge::cli {
 // (with a label) the problem type.
 void AddInspectCommand(CLI::App& app);
 
+// `tabforge fit`, `predict`, `evaluate`, `leaderboard` and `summary`: the predictor's workflow.
+void AddPredictorCommands(CLI::App& app);
+
 }  // namespace tabforge::cli

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
   tabforge::cli::AddInspectCommand(app);
+  tabforge::cli::AddPredictorCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

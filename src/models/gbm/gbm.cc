@@ -206,7 +206,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
                   : IsRegressionObjective(params.objective) ? "root_mean_squared_error"
                                                             : "log_loss";
   }
-  const bool validating = valid != nullptr && params.early_stopping_round > 0;
+  const bool validating = valid != nullptr && params.early_stopping_round != 0;
   const metrics::MetricInfo* metric = validating ? &metrics::GetMetric(metric_name) : nullptr;
   if (validating) {
     valid_scores.resize(static_cast<std::size_t>(valid->num_rows * outputs));
@@ -231,6 +231,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   grower_params.cat_smooth = params.cat_smooth;
   grower_params.cat_l2 = params.cat_l2;
   grower_params.min_data_per_group = params.min_data_per_group;
+  grower_params.extra_trees = params.extra_trees;
   grower_params.histogram_pool_bytes =
       params.histogram_pool_size > 0
           ? static_cast<std::int64_t>(params.histogram_pool_size * 1048576.0)
@@ -436,7 +437,9 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         best_score = score;
         best_round = round + 1;
         rounds_without_gain = 0;
-      } else if (++rounds_without_gain >= params.early_stopping_round) {
+      } else if (++rounds_without_gain >= (params.early_stopping_round > 0
+                                                 ? params.early_stopping_round
+                                                 : 20 + (3 * best_round) / 10)) {
         model.report_.stop_reason = "early stopping";
         break;
       }

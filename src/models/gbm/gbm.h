@@ -54,6 +54,7 @@ struct GbmParams {
   // Megabytes of histograms kept at once (LightGBM's histogram_pool_size); the default (-1)
   // is an eighth of the bin matrix's size, at least 4 MB. The trees do not depend on it.
   double histogram_pool_size = -1;
+  bool extra_trees = false;  // one random threshold per feature and node (LightGBM's extra_trees)
   double scale_pos_weight = 1;  // binary: weight of positive rows
   // Classification: "balanced" (rows / (classes * class rows), as scikit-learn) or, given as a
   // JSON array, one weight per class in class order (class_weights). Empty: unit weights.
@@ -66,7 +67,9 @@ struct GbmParams {
   // sums here are 64-bit whatever the level count, so finer levels cost nothing, and 4 levels
   // lost accuracy (letter log loss 0.141 against 0.099 with 64; Adult AUC 0.9273 / 0.9276).
   int num_grad_quant_bins = 64;
-  int early_stopping_round = 0;  // stop after this many rounds without improvement (0 = off)
+  // Stop after this many rounds without improvement (0 = off); -1 is AutoGluon's adaptive
+  // patience: 20 rounds plus 30% of the best round so far.
+  int early_stopping_round = 0;
   std::string metric;            // early-stopping metric (src/metrics name); "" = the
                                  // objective's loss (log_loss or root_mean_squared_error)
   std::uint64_t seed = 0;
@@ -75,8 +78,9 @@ struct GbmParams {
   void Validate() const;
   // Parameters from a JSON object with LightGBM's names (and aliases such as eta,
   // num_boost_round, n_estimators, colsample_bytree, subsample, reg_lambda); unknown keys are
-  // InvalidInput listing the valid ones.
+  // InvalidInput listing the valid ones. Keys not given keep their value in `base`.
   static GbmParams FromJson(const std::string& json);
+  static GbmParams FromJson(const std::string& json, const GbmParams& base);
 };
 
 // Whether `objective` is one GbmParams accepts / one of the regression objectives.

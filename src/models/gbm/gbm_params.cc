@@ -70,8 +70,9 @@ void GbmParams::Validate() const {
   if (num_grad_quant_bins < 2 || num_grad_quant_bins > (1 << 21)) {
     OutOfRange("num_grad_quant_bins", num_grad_quant_bins, "2..2097152");
   }
-  if (early_stopping_round < 0)
-    OutOfRange("early_stopping_round", early_stopping_round, "at least 0");
+  if (early_stopping_round < -1)
+    OutOfRange("early_stopping_round", early_stopping_round,
+               "at least 0 (0 = off), or -1 for AutoGluon's adaptive patience");
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
   binning.min_data_in_bin = min_data_in_bin;
@@ -79,7 +80,9 @@ void GbmParams::Validate() const {
   binning.Validate();
 }
 
-GbmParams GbmParams::FromJson(const std::string& json) {
+GbmParams GbmParams::FromJson(const std::string& json) { return FromJson(json, GbmParams()); }
+
+GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
   nlohmann::json object = nlohmann::json::parse(json, nullptr, false);
   if (object.is_discarded() || !object.is_object()) {
     throw InvalidInput(
@@ -87,7 +90,7 @@ GbmParams GbmParams::FromJson(const std::string& json) {
                     "{{\"num_leaves\": 63}}; got: {}",
                     Printable(json, 80)));
   }
-  GbmParams params;
+  GbmParams params = base;
   using Setter = std::function<void(const nlohmann::json&)>;
   auto set = [](auto& field) {
     return Setter(
@@ -149,6 +152,7 @@ GbmParams GbmParams::FromJson(const std::string& json) {
       {"min_data_per_group", set(params.min_data_per_group)},
       {"scale_pos_weight", set(params.scale_pos_weight)},
       {"histogram_pool_size", set(params.histogram_pool_size)},
+      {"extra_trees", set(params.extra_trees)},
       {"class_weight",
        [&](const nlohmann::json& v) {
          if (v.is_string()) {
@@ -191,7 +195,7 @@ GbmParams GbmParams::FromJson(const std::string& json) {
                                      value.dump(),
                                      key == "class_weight" ? "\"balanced\" or an array of numbers"
                                      : key == "objective" || key == "metric" ? "string"
-                                     : key == "use_quantized_grad"           ? "boolean"
+                                     : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
                                                                              : "number"));
     }
   }

@@ -38,6 +38,7 @@ struct TreeGrower::Leaf {
 namespace {
 
 constexpr std::uint64_t kNodeFeatureStream = 0x6e6f6465;  // "node"
+constexpr std::uint64_t kExtraTreesStream = 0x65787472;   // "extr"
 
 double Real(std::int64_t sum, double scale) { return double(sum) * scale; }
 
@@ -76,7 +77,8 @@ TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const Gro
 }
 
 void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
-                             const QuantizedGradients& gradients, Split& best) const {
+                             const QuantizedGradients& gradients, int only_threshold,
+                             Split& best) const {
   const int num_bins = mapper_.feature(feature).num_bins;
   if (num_bins < 2) return;
   const HistogramBin& missing = histogram[num_bins - 1];
@@ -92,6 +94,7 @@ void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const H
     const int last = missing_left || missing_count == 0 ? num_bins - 3 : num_bins - 2;
     for (int threshold = 0; threshold <= last; ++threshold) {
       left += histogram[threshold];
+      if (only_threshold >= 0 && threshold != std::min(only_threshold, last)) continue;
       const std::int64_t left_count = left.count();
       if (left_count < params_.min_data_in_leaf) continue;
       if (total_count - left_count < params_.min_data_in_leaf) break;
@@ -236,7 +239,15 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
     if (mapper_.feature(feature).categorical) {
       ScanCategorical(feature, feature_histogram, leaves[at]->total, gradients, candidate);
     } else {
-      ScanNumeric(feature, feature_histogram, leaves[at]->total, gradients, candidate);
+      // Extremely randomized trees try one threshold per (node, feature), drawn uniformly.
+      const int bins = mapper_.feature(feature).num_bins;
+      const int only_threshold =
+          params_.extra_trees
+              ? static_cast<int>(RandomUniform(seed, kExtraTreesStream ^ node_keys[at], feature) *
+                                 std::max(bins - 2, 1))
+              : -1;
+      ScanNumeric(feature, feature_histogram, leaves[at]->total, gradients, only_threshold,
+                  candidate);
     }
   }
   // Features in order, so ties go to the lowest feature whatever the thread count.

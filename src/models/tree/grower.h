@@ -30,6 +30,7 @@ struct GrowerParams {
   double cat_l2 = 10;                     // categorical: extra L2 on categorical splits
   std::int64_t min_data_per_group = 100;  // categorical: rows per category considered
   std::int64_t histogram_pool_bytes = 0;  // histograms kept at once, in bytes; 0 = one per leaf
+  bool extra_trees = false;               // numeric splits at one random threshold per feature
 };
 
 // The gradients of one round, for one output, one histogram pair per row: gradients quantized
@@ -79,8 +80,9 @@ class TreeGrower {
                       const std::uint64_t* node_keys, int count,
                       const QuantizedGradients& gradients, const std::vector<std::uint8_t>& active,
                       std::uint64_t seed);
+  // `only_threshold` >= 0 limits the scan to that threshold bin (extremely randomized trees).
   void ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
-                   const QuantizedGradients& gradients, Split& best) const;
+                   const QuantizedGradients& gradients, int only_threshold, Split& best) const;
   void ScanCategorical(int feature, const HistogramBin* histogram, const HistogramBin& total,
                        const QuantizedGradients& gradients, Split& best) const;
 

@@ -1,0 +1,106 @@
+#include "ensemble/bagging.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/serialize.h"
+
+namespace tabforge::ensemble {
+namespace {
+constexpr std::string_view kGroupMagic = "TFGROUP";
+constexpr std::uint32_t kGroupVersion = 1;
+}  // namespace
+
+std::vector<double> ModelGroup::Predict(const features::FeatureMatrix& features,
+                                        int threads) const {
+  TFG_CHECK(!members_.empty(), "model group without members");
+  std::vector<double> sum = members_[0]->Predict(features, threads);
+  for (std::size_t m = 1; m < members_.size(); ++m) {
+    const std::vector<double> part = members_[m]->Predict(features, threads);
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  }
+  if (members_.size() > 1) {
+    const double scale = 1.0 / double(members_.size());
+    for (double& value : sum) value *= scale;
+  }
+  return sum;
+}
+
+int ModelGroup::MeanIterations() const {
+  double total = 0;
+  for (const auto& member : members_) total += member->Info().iterations;
+  return members_.empty() ? 0 : static_cast<int>(std::lround(total / double(members_.size())));
+}
+
+std::string ModelGroup::Serialize() const {
+  ByteWriter writer;
+  writer.PutString(family_);
+  writer.Put<std::uint32_t>(static_cast<std::uint32_t>(members_.size()));
+  for (const auto& member : members_) writer.PutString(member->Serialize());
+  return FrameBytes(kGroupMagic, kGroupVersion, writer.bytes());
+}
+
+ModelGroup ModelGroup::Deserialize(std::string_view bytes, const std::string& name,
+                                   const models::Task& task) {
+  ByteReader reader(UnframeBytes(bytes, kGroupMagic, kGroupVersion, name), name);
+  ModelGroup group;
+  group.family_ = reader.GetString();
+  const models::Family& family = models::GetFamily(group.family_);
+  const auto count = reader.Get<std::uint32_t>();
+  if (count == 0 || count > 10000) reader.Corrupted("implausible member count");
+  for (std::uint32_t m = 0; m < count; ++m) {
+    group.members_.push_back(family.deserialize(reader.GetString(), name, task));
+  }
+  if (!reader.AtEnd()) reader.Corrupted("bytes after the last member");
+  return group;
+}
+
+BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
+                    const std::string& family, const features::FeatureMatrix& train,
+                    std::span<const double> labels,
+                    const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
+                    const models::Task& task, const models::FitContext& context) {
+  const std::int64_t rows = train.num_rows;
+  const int outputs = task.outputs();
+  BagResult result;
+  result.out_of_fold.assign(static_cast<std::size_t>(rows * outputs), 0.0);
+  std::vector<std::unique_ptr<models::Model>> members;
+  const int total_fits = static_cast<int>(fold_sets.size()) * folds;
+  int fits_done = 0;
+  for (std::size_t set = 0; set < fold_sets.size(); ++set) {
+    const std::vector<std::int32_t>& fold_of = fold_sets[set];
+    for (int fold = 0; fold < folds; ++fold) {
+      std::vector<std::int64_t> fit_rows, held_rows;
+      for (std::int64_t row = 0; row < rows; ++row) {
+        (fold_of[row] == fold ? held_rows : fit_rows).push_back(row);
+      }
+      const features::FeatureMatrix fit = features::SelectRows(train, fit_rows);
+      const features::FeatureMatrix held = features::SelectRows(train, held_rows);
+      std::vector<double> fit_labels, held_labels;
+      for (std::int64_t row : fit_rows) fit_labels.push_back(labels[row]);
+      for (std::int64_t row : held_rows) held_labels.push_back(labels[row]);
+      models::FitContext fold_context = context;
+      const double left = context.deadline.SecondsLeft();
+      if (left < 1e299) fold_context.deadline = Deadline::In(left / (total_fits - fits_done));
+      fold_context.seed = context.seed + std::uint64_t(set) * folds + std::uint64_t(fold);
+      std::unique_ptr<models::Model> model = make();
+      model->Fit(fit, fit_labels, &held, held_labels, fold_context);
+      const std::vector<double> predicted = model->Predict(held, context.threads);
+      for (std::size_t i = 0; i < held_rows.size(); ++i) {
+        for (int k = 0; k < outputs; ++k) {
+          result.out_of_fold[held_rows[i] * outputs + k] += predicted[i * outputs + k];
+        }
+      }
+      members.push_back(std::move(model));
+      ++fits_done;
+    }
+  }
+  if (fold_sets.size() > 1) {
+    const double scale = 1.0 / double(fold_sets.size());
+    for (double& value : result.out_of_fold) value *= scale;
+  }
+  result.group = ModelGroup(family, std::move(members));
+  return result;
+}
+
+}  // namespace tabforge::ensemble

@@ -1,0 +1,58 @@
+// k-fold bagging (AutoGluon's "bagged" models): one model configuration trained once per fold
+// on the other folds, validated (early-stopped) on its own fold, for num_bag_sets repeats with
+// fresh folds. Every training row gets an out-of-fold prediction, averaged over the sets; the
+// bag predicts new rows with the average of all its fold models.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "features/feature_matrix.h"
+#include "models/model.h"
+
+namespace tabforge::ensemble {
+
+// Fitted models whose predictions are averaged: the folds of a bag, or a single model.
+class ModelGroup {
+ public:
+  ModelGroup() = default;
+  ModelGroup(std::string family, std::vector<std::unique_ptr<models::Model>> members)
+      : family_(std::move(family)), members_(std::move(members)) {}
+
+  const std::string& family() const { return family_; }
+  const std::vector<std::unique_ptr<models::Model>>& members() const { return members_; }
+  // The average of the members' predictions (row-major n x outputs).
+  std::vector<double> Predict(const features::FeatureMatrix& features, int threads) const;
+  // The members' mean iteration count (rounded), for refitting on all rows.
+  int MeanIterations() const;
+
+  // Versioned, checksummed; Deserialize rejects corrupted bytes naming `name`.
+  std::string Serialize() const;
+  static ModelGroup Deserialize(std::string_view bytes, const std::string& name,
+                                const models::Task& task);
+
+ private:
+  std::string family_;
+  std::vector<std::unique_ptr<models::Model>> members_;
+};
+
+struct BagResult {
+  ModelGroup group;
+  std::vector<double> out_of_fold;  // n x outputs, every row predicted by the folds not
+                                    // trained on it, averaged over the sets
+};
+
+// Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds); `make`
+// creates a fresh model of the configuration. Each fold gets an equal share of the time left
+// before the context's deadline. Errors of a fold propagate (the caller records them).
+BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
+                    const std::string& family, const features::FeatureMatrix& train,
+                    std::span<const double> labels,
+                    const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
+                    const models::Task& task, const models::FitContext& context);
+
+}  // namespace tabforge::ensemble

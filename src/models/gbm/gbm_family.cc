@@ -1,0 +1,107 @@
+#include "models/gbm/gbm_family.h"
+
+#include <fmt/format.h>
+
+#include "core/timer.h"
+#include "metrics/metric.h"
+#include "models/gbm/gbm.h"
+
+namespace tabforge::gbm {
+namespace {
+
+// AutoGluon's defaults for its LightGBM models, under LightGBM's names.
+GbmParams AutoGluonDefaults() {
+  GbmParams params;
+  params.learning_rate = 0.05;
+  params.num_iterations = 10000;
+  params.early_stopping_round = -1;  // adaptive
+  return params;
+}
+
+class GbmFamilyModel final : public models::Model {
+ public:
+  GbmFamilyModel(GbmParams params, const models::Task& task) : params_(std::move(params)) {
+    if (task.problem_type == ProblemType::kRegression) {
+      if (!IsRegressionObjective(params_.objective)) params_.objective = "regression";
+    } else {
+      params_.objective = task.problem_type == ProblemType::kBinary ? "binary" : "multiclass";
+    }
+    params_.num_class = task.problem_type == ProblemType::kMulticlass ? task.num_classes : 1;
+    // Early stopping follows the eval metric, except that a classification metric read from
+    // argmax labels (accuracy, f1, ...) is too coarse on a few thousand validation rows to
+    // tell rounds apart: the ranking (roc_auc) decides then for binary problems, the log loss
+    // for multiclass ones.
+    if (params_.metric.empty()) {
+      const metrics::MetricInfo& info = metrics::GetMetric(task.eval_metric);
+      params_.metric = task.problem_type == ProblemType::kRegression || info.needs_proba
+                           ? std::string(info.name)
+                       : task.problem_type == ProblemType::kBinary ? "roc_auc"
+                                                                   : "log_loss";
+    }
+    params_.Validate();
+  }
+  GbmFamilyModel(GbmModel model, GbmParams params)
+      : params_(std::move(params)), model_(std::move(model)), fitted_(true) {}
+
+  void Fit(const features::FeatureMatrix& train, std::span<const double> labels,
+           const features::FeatureMatrix* valid, std::span<const double> valid_labels,
+           const models::FitContext& context) override {
+    Stopwatch watch;
+    GbmParams params = params_;
+    params.seed ^= context.seed;
+    model_ = GbmModel::Fit(train, labels, {}, valid, valid_labels, params, context.threads,
+                           context.deadline);
+    fit_seconds_ = watch.Seconds();
+    fitted_ = true;
+  }
+
+  std::vector<double> Predict(const features::FeatureMatrix& features, int threads) const override {
+    return model_.Predict(features, threads);
+  }
+
+  std::string Serialize() const override { return model_.Serialize(); }
+
+  models::ModelInfo Info() const override {
+    models::ModelInfo info;
+    info.family = "GBM";
+    info.iterations = model_.report().iterations;
+    info.stop_reason = model_.report().stop_reason;
+    info.fit_seconds = fit_seconds_;
+    return info;
+  }
+
+  std::unique_ptr<models::Model> CloneForRefit(int iterations) const override {
+    GbmParams params = params_;
+    if (iterations > 0) params.num_iterations = iterations;
+    params.early_stopping_round = 0;
+    auto clone = std::make_unique<GbmFamilyModel>(*this);
+    clone->params_ = params;
+    clone->model_ = GbmModel();
+    clone->fitted_ = false;
+    return clone;
+  }
+
+ private:
+  GbmParams params_;
+  GbmModel model_;
+  bool fitted_ = false;
+  double fit_seconds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<models::Model> CreateGbmModel(const std::string& hyperparameters_json,
+                                              const models::Task& task) {
+  return std::make_unique<GbmFamilyModel>(
+      GbmParams::FromJson(hyperparameters_json.empty() ? "{}" : hyperparameters_json,
+                          AutoGluonDefaults()),
+      task);
+}
+
+std::unique_ptr<models::Model> DeserializeGbmModel(std::string_view bytes, const std::string& name,
+                                                   const models::Task& /*task*/) {
+  GbmModel model = GbmModel::Deserialize(bytes, name);
+  return std::make_unique<GbmFamilyModel>(std::move(model), GbmParams());
+}
+
+}  // namespace tabforge::gbm
