@@ -78,6 +78,9 @@ struct Family {
 
 // The registered families, in registration order.
 const std::vector<Family>& Families();
+// Adds a family beside the built-in ones (plug-ins, test doubles); throws InvalidInput when
+// its key is taken. Not thread-safe: register before fitting.
+void RegisterFamily(const Family& family);
 // The family called `key`; throws InvalidInput listing the registered keys when unknown.
 const Family& GetFamily(std::string_view key);
 

@@ -7,12 +7,27 @@
 
 namespace tabforge::models {
 
-const std::vector<Family>& Families() {
+namespace {
+
+std::vector<Family>& Registry() {
   // One line per family.
-  static const std::vector<Family> kFamilies = {
+  static std::vector<Family> families = {
       {"GBM", &gbm::CreateGbmModel, &gbm::DeserializeGbmModel},
   };
-  return kFamilies;
+  return families;
+}
+
+}  // namespace
+
+const std::vector<Family>& Families() { return Registry(); }
+
+void RegisterFamily(const Family& family) {
+  for (const Family& known : Registry()) {
+    if (known.key == family.key) {
+      throw InvalidInput(fmt::format("a model family called '{}' is registered already", family.key));
+    }
+  }
+  Registry().push_back(family);
 }
 
 const Family& GetFamily(std::string_view key) {

@@ -29,14 +29,14 @@ class GbmFamilyModel final : public models::Model {
     params_.num_class = task.problem_type == ProblemType::kMulticlass ? task.num_classes : 1;
     // Early stopping follows the eval metric, except that a classification metric read from
     // argmax labels (accuracy, f1, ...) is too coarse on a few thousand validation rows to
-    // tell rounds apart: the ranking (roc_auc) decides then for binary problems, the log loss
-    // for multiclass ones.
+    // tell rounds apart: the log loss decides then (LightGBM's default metric). The ranking
+    // alone (roc_auc) is no substitute: it can peak after a few rounds, while the
+    // probabilities are still near the prior and every row gets the majority class.
     if (params_.metric.empty()) {
       const metrics::MetricInfo& info = metrics::GetMetric(task.eval_metric);
-      params_.metric = task.problem_type == ProblemType::kRegression || info.needs_proba
-                           ? std::string(info.name)
-                       : task.problem_type == ProblemType::kBinary ? "roc_auc"
-                                                                   : "log_loss";
+      params_.metric = task.problem_type != ProblemType::kRegression && !info.needs_proba
+                           ? "log_loss"
+                           : std::string(info.name);
     }
     params_.Validate();
   }

@@ -1,0 +1,258 @@
+#include "tabforge/predictor.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "data/csv_reader.h"
+#include "data/table.h"
+#include "models/model.h"
+#include "test_support.h"
+
+namespace tabforge {
+namespace {
+
+// Adult rows [first, first + count) of the training file.
+data::Table AdultRows(std::int64_t first, std::int64_t count) {
+  static const data::Table table = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
+  std::vector<std::int64_t> rows;
+  for (std::int64_t row = first; row < first + count && row < table.num_rows(); ++row) {
+    rows.push_back(row);
+  }
+  return data::SelectRows(table, rows);
+}
+
+PredictorOptions Quiet() {
+  PredictorOptions options;
+  options.verbosity = 0;
+  return options;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TEST(Predictor, HoldoutFitThenSaveAndLoadPredictIdentically) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 4000);
+  const data::Table test = AdultRows(20000, 2000);
+  TabularPredictor predictor("class", Quiet());
+  FitOptions options;
+  options.hyperparameters =
+      R"({"GBM": [{"num_iterations": 300}, {"extra_trees": true, "ag_args": {"name_suffix": "XT"}}]})";
+  predictor.fit(train, options);
+  EXPECT_EQ(predictor.problem_type(), "binary");
+  EXPECT_EQ(predictor.eval_metric(), "accuracy");
+  const std::vector<LeaderboardRow> board = predictor.leaderboard(&test);
+  std::set<std::string> names;
+  for (const LeaderboardRow& row : board) {
+    names.insert(row.model);
+    EXPECT_TRUE(row.can_infer) << row.model << ": " << row.error;
+    ASSERT_TRUE(row.score_val.has_value());
+    ASSERT_TRUE(row.score_test.has_value());
+    EXPECT_GT(*row.score_test, 0.82) << row.model;
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"GBM", "GBMXT", "WeightedEnsemble_L2"}));
+  const auto metrics = predictor.evaluate(test);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_EQ(metrics.front().first, "accuracy");
+  EXPECT_GT(metrics.front().second, 0.84);
+
+  const ProbabilityTable before = predictor.predict_proba(test);
+  const PredictionColumn labels = predictor.predict(test);
+  ASSERT_EQ(labels.labels.size(), 2000u);
+  for (const std::string& label : labels.labels) {
+    EXPECT_TRUE(label == predictor.class_labels()[0] || label == predictor.class_labels()[1]);
+  }
+  const std::string dir = testing::TempDir("predictor_roundtrip") + "/model";
+  predictor.save(dir);
+  const TabularPredictor loaded = TabularPredictor::load(dir);
+  EXPECT_EQ(loaded.best_model(), predictor.best_model());
+  const ProbabilityTable after = loaded.predict_proba(test);
+  ASSERT_EQ(after.values.size(), before.values.size());
+  EXPECT_EQ(0, std::memcmp(after.values.data(), before.values.data(),
+                           before.values.size() * sizeof(double)));
+  EXPECT_EQ(loaded.predict(test).labels, labels.labels);
+  // Saving again replaces the directory whole.
+  predictor.save(dir);
+  EXPECT_EQ(TabularPredictor::load(dir).predict(test).labels, labels.labels);
+}
+
+TEST(Predictor, CorruptedOrNewerModelDirectoriesAreRefused) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 1500);
+  TabularPredictor predictor("class", Quiet());
+  FitOptions options;
+  options.hyperparameters = R"({"GBM": {"num_iterations": 20}})";
+  predictor.fit(train, options);
+  const std::string dir = testing::TempDir("predictor_corrupt") + "/model";
+  predictor.save(dir);
+  const std::string model_file = dir + "/models/GBM.bin";
+  std::string bytes = ReadAll(model_file);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  testing::WriteFile(model_file, bytes);
+  try {
+    TabularPredictor::load(dir);
+    FAIL() << "a corrupted model file loaded";
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("checksum"), std::string::npos) << error.what();
+  }
+  predictor.save(dir);
+  nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  manifest["schema_version"] = 99;
+  testing::WriteFile(dir + "/manifest.json", manifest.dump());
+  try {
+    TabularPredictor::load(dir);
+    FAIL() << "a newer model format loaded";
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("upgrade tabforge"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(TabularPredictor::load(testing::TempDir("predictor_empty")), IoError);
+}
+
+TEST(Predictor, AFailingModelIsRecordedAndTheFitGoesOn) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 3000);
+  TabularPredictor predictor("class", Quiet());
+  FitOptions options;
+  // 2^21 gradient levels overflow the histogram sums of 2800 rows: that model fails at fit.
+  options.hyperparameters =
+      R"({"GBM": [{"num_iterations": 50}, {"num_grad_quant_bins": 2097152, "ag_args": {"name_suffix": "Fine"}}]})";
+  predictor.fit(train, options);
+  bool found = false;
+  for (const LeaderboardRow& row : predictor.leaderboard()) {
+    if (row.model != "GBMFine") continue;
+    found = true;
+    EXPECT_FALSE(row.can_infer);
+    EXPECT_NE(row.error.find("num_grad_quant_bins"), std::string::npos) << row.error;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_NE(predictor.best_model(), "GBMFine");
+  EXPECT_NE(predictor.fit_summary().find("GBMFine: failed"), std::string::npos);
+}
+
+TEST(Predictor, TimeLimitIsHonoured) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 40000);
+  TabularPredictor predictor("class", Quiet());
+  FitOptions options;
+  options.time_limit = 6;
+  options.num_bag_folds = 5;
+  options.num_stack_levels = 1;
+  Stopwatch watch;
+  predictor.fit(train, options);
+  const double seconds = watch.Seconds();
+  EXPECT_LE(seconds, 6 + 2.0);
+  // Whatever was skipped says why; the best model predicts.
+  for (const LeaderboardRow& row : predictor.leaderboard()) {
+    if (!row.can_infer) {
+      EXPECT_NE(row.error.find("left of the time limit"), std::string::npos) << row.error;
+    }
+  }
+  EXPECT_EQ(predictor.predict(AdultRows(0, 10)).labels.size(), 10u);
+}
+
+// A family that remembers the keys of its training rows (the first feature) and predicts 1 for
+// a row it did not train on, 1000 for one it did; at a stack level it checks that every
+// prediction it is given as a feature is 1, i.e. that no row's stack feature came from a model
+// that had trained on that row.
+int stack_feature_leaks = 0;
+int stacked_fits = 0;
+class KeyModel final : public models::Model {
+ public:
+  void Fit(const features::FeatureMatrix& train, std::span<const double>,
+           const features::FeatureMatrix*, std::span<const double>,
+           const models::FitContext&) override {
+    for (std::int64_t row = 0; row < train.num_rows; ++row) seen_.insert(train.numeric[row]);
+    for (int feature = 0; feature < train.num_numeric(); ++feature) {
+      if (train.numeric_info[feature].name.rfind("KEYS_BAG_L", 0) != 0) continue;
+      ++stacked_fits;
+      for (std::int64_t row = 0; row < train.num_rows; ++row) {
+        stack_feature_leaks += train.NumericColumn(feature)[row] != 1.0f;
+      }
+    }
+  }
+  std::vector<double> Predict(const features::FeatureMatrix& x, int) const override {
+    std::vector<double> out;
+    for (std::int64_t row = 0; row < x.num_rows; ++row) {
+      out.push_back(seen_.count(x.numeric[row]) ? 1000.0 : 1.0);
+    }
+    return out;
+  }
+  std::string Serialize() const override { return {}; }
+  models::ModelInfo Info() const override { return {"KEYS", 0, "", 0}; }
+  std::unique_ptr<models::Model> CloneForRefit(int) const override {
+    return std::make_unique<KeyModel>();
+  }
+
+ private:
+  std::set<float> seen_;
+};
+
+TEST(Predictor, StackedModelsLearnOnlyFromOutOfFoldPredictions) {
+  models::RegisterFamily(
+      {"KEYS", [](const std::string&, const models::Task&) -> std::unique_ptr<models::Model> {
+         return std::make_unique<KeyModel>();
+       },
+       nullptr});
+  std::string csv = "key,target\n";
+  for (int row = 0; row < 300; ++row) csv += std::to_string(row) + ".25," + std::to_string(row % 7) + ".5\n";
+  const data::Table table = data::ParseCsv(csv, "keys.csv");
+  TabularPredictor predictor("target", Quiet());
+  FitOptions options;
+  options.hyperparameters = R"({"KEYS": {}})";
+  options.num_bag_folds = 3;
+  options.num_stack_levels = 2;
+  predictor.fit(table, options);
+  EXPECT_EQ(predictor.problem_type(), "regression");
+  EXPECT_EQ(stacked_fits, 2 * 3);  // levels 2 and 3, three folds each
+  EXPECT_EQ(stack_feature_leaks, 0);
+}
+
+TEST(Predictor, OptionErrorsNameTheRemedy) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 500);
+  auto message = [&](FitOptions options) {
+    try {
+      TabularPredictor("class", Quiet()).fit(train, options);
+    } catch (const InvalidInput& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  FitOptions stacked;
+  stacked.num_stack_levels = 1;
+  EXPECT_NE(message(stacked).find("num_bag_folds"), std::string::npos);
+  FitOptions preset;
+  preset.presets = "ultra";
+  EXPECT_NE(message(preset).find("best_quality"), std::string::npos);
+  FitOptions family;
+  family.hyperparameters = R"({"XGBOOST": {}})";
+  EXPECT_NE(message(family).find("GBM"), std::string::npos);
+  FitOptions param;
+  param.hyperparameters = R"({"GBM": {"num_leafs": 8}})";
+  EXPECT_NE(message(param).find("num_leaves"), std::string::npos);
+  FitOptions args;
+  args.hyperparameters = R"({"GBM": {"ag_args": {"suffix": "X"}}})";
+  EXPECT_NE(message(args).find("name_suffix"), std::string::npos);
+  EXPECT_NE(message(FitOptions{}).find("no error"), std::string::npos);
+  try {
+    TabularPredictor("no_such_column", Quiet()).fit(train, {});
+    FAIL();
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("class"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace tabforge
