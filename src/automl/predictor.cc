@@ -99,7 +99,8 @@ struct TabularPredictor::State {
   models::Task task() const {
     models::Task task;
     task.problem_type = problem_type;
-    task.num_classes = problem_type == ProblemType::kRegression ? 1 : static_cast<int>(classes.size());
+    task.num_classes =
+        problem_type == ProblemType::kRegression ? 1 : static_cast<int>(classes.size());
     task.eval_metric = eval_metric;
     return task;
   }
@@ -123,16 +124,17 @@ struct TabularPredictor::State {
     for (const Entry& entry : entries) {
       if (entry.name == name) {
         if (!entry.can_infer) {
-          throw InvalidInput(fmt::format("model {} cannot predict ({}); choose another of the "
-                                         "leaderboard's models",
-                                         name, entry.error));
+          throw InvalidInput(
+              fmt::format("model {} cannot predict ({}); choose another of the "
+                          "leaderboard's models",
+                          name, entry.error));
         }
         return entry;
       }
       if (entry.can_infer) names.push_back(entry.name);
     }
-    throw InvalidInput(fmt::format("there is no model called '{}'; the models are: {}", name,
-                                   Join(names, ", ")));
+    throw InvalidInput(
+        fmt::format("there is no model called '{}'; the models are: {}", name, Join(names, ", ")));
   }
 
   // Class indices (classification) or values of `table`'s label column.
@@ -142,8 +144,8 @@ struct TabularPredictor::State {
     for (std::int64_t row = 0; row < table.num_rows(); ++row) {
       if (column.IsMissing(row)) {
         throw InvalidInput(fmt::format(
-            "label column '{}' is missing in data row {}; drop unlabelled rows to evaluate",
-            label, row + 1));
+            "label column '{}' is missing in data row {}; drop unlabelled rows to evaluate", label,
+            row + 1));
       }
       if (problem_type == ProblemType::kRegression) {
         out[row] = column.numeric()[row];
@@ -152,9 +154,9 @@ struct TabularPredictor::State {
       const std::string text = column.CellText(row);
       auto at = std::find(classes.begin(), classes.end(), text);
       if (at == classes.end()) {
-        throw InvalidInput(fmt::format(
-            "label '{}' in data row {} is not one of the classes seen in training ({})", text,
-            row + 1, Join(classes, ", ")));
+        throw InvalidInput(
+            fmt::format("label '{}' in data row {} is not one of the classes seen in training ({})",
+                        text, row + 1, Join(classes, ", ")));
       }
       out[row] = double(at - classes.begin());
     }
@@ -193,7 +195,8 @@ struct TabularPredictor::State {
     std::vector<double> out;
     if (entry.ensemble) {
       std::vector<std::vector<double>> parts;
-      for (const std::string& member : entry.members) parts.push_back(PredictEntry(member, x, memo));
+      for (const std::string& member : entry.members)
+        parts.push_back(PredictEntry(member, x, memo));
       std::vector<std::span<const double>> spans(parts.begin(), parts.end());
       out = ensemble::BlendPredictions(spans, entry.weights);
     } else if (entry.stack_inputs.empty()) {
@@ -246,11 +249,10 @@ void TabularPredictor::set_best_model(const std::string& model) {
 TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const FitOptions& options) {
   State& s = *state_;
   Stopwatch total;
-  const Deadline deadline =
-      options.time_limit > 0 ? Deadline::In(options.time_limit) : Deadline();
+  const Deadline deadline = options.time_limit > 0 ? Deadline::In(options.time_limit) : Deadline();
   if (options.time_limit < 0) {
-    throw InvalidInput(fmt::format("time_limit {}: give seconds > 0, or 0 for no limit",
-                                   options.time_limit));
+    throw InvalidInput(
+        fmt::format("time_limit {}: give seconds > 0, or 0 for no limit", options.time_limit));
   }
   Context context;
   context.num_threads = options.num_cpus;
@@ -258,7 +260,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.seed = options.seed;
 
   // Strategy: the preset, then the options given.
-  const automl::Preset preset = automl::GetPreset(options.presets.empty() ? "medium_quality" : options.presets);
+  const automl::Preset preset =
+      automl::GetPreset(options.presets.empty() ? "medium_quality" : options.presets);
   const int folds = options.num_bag_folds >= 0 ? options.num_bag_folds : preset.num_bag_folds;
   const int sets = options.num_bag_sets >= 0 ? options.num_bag_sets : preset.num_bag_sets;
   const int stack_levels =
@@ -267,7 +270,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   if (folds == 1) {
     throw InvalidInput("num_bag_folds 1: give 0 for a holdout split or at least 2 folds");
   }
-  if (folds > 0 && sets < 1) throw InvalidInput(fmt::format("num_bag_sets {}: give at least 1", sets));
+  if (folds > 0 && sets < 1)
+    throw InvalidInput(fmt::format("num_bag_sets {}: give at least 1", sets));
   if (stack_levels > 0 && folds < 2) {
     throw InvalidInput(fmt::format(
         "num_stack_levels {} needs k-fold bagging (stacked models learn from out-of-fold "
@@ -307,7 +311,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     if (!label_column.IsMissing(row)) labelled.push_back(row);
   }
   const bool all_labelled = static_cast<std::int64_t>(labelled.size()) == train_table.num_rows();
-  const data::Table dropped = all_labelled ? data::Table() : data::SelectRows(train_table, labelled);
+  const data::Table dropped =
+      all_labelled ? data::Table() : data::SelectRows(train_table, labelled);
   const data::Table& train = all_labelled ? train_table : dropped;
   s.Log(2, "tabforge {}: fitting a {} problem on {} rows ({} without a label dropped), metric {}",
         TABFORGE_VERSION_STRING, ProblemTypeName(s.problem_type), train.num_rows(),
@@ -317,8 +322,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.pipeline = features::FeaturePipeline::Fit(train, s.label, pipeline_options);
   features::FeatureMatrix x = s.pipeline.Transform(train, s.threads);
   const std::vector<double> y = s.EncodeLabels(train);
-  s.Log(2, "features: {} numeric, {} categorical ({:.1f} s)", x.num_numeric(),
-        x.num_categorical(), total.Seconds());
+  s.Log(2, "features: {} numeric, {} categorical ({:.1f} s)", x.num_numeric(), x.num_categorical(),
+        total.Seconds());
   const bool classification = s.problem_type != ProblemType::kRegression;
 
   // Validation: holdout rows (or the tuning data), or the bagging folds.
@@ -336,7 +341,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     valid_x = s.pipeline.Transform(*options.tuning_data, s.threads);
     valid_y = s.EncodeLabels(*options.tuning_data);
   } else {
-    holdout_frac = options.holdout_frac > 0 ? options.holdout_frac : DefaultHoldoutFraction(x.num_rows);
+    holdout_frac =
+        options.holdout_frac > 0 ? options.holdout_frac : DefaultHoldoutFraction(x.num_rows);
     if (!(holdout_frac > 0 && holdout_frac < 1)) {
       throw InvalidInput(fmt::format("holdout_frac {}: give a fraction in (0, 1)", holdout_frac));
     }
@@ -382,8 +388,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     // This level's features: the pipeline's, plus the predictions of the level below.
     std::vector<const std::vector<double>*> inputs;
     for (const std::string& name : previous_level) inputs.push_back(&s.Find(name)->val_predictions);
-    const features::FeatureMatrix level_x =
-        previous_level.empty() ? features::FeatureMatrix() : s.WithStackFeatures(x, previous_level, inputs);
+    const features::FeatureMatrix level_x = previous_level.empty()
+                                                ? features::FeatureMatrix()
+                                                : s.WithStackFeatures(x, previous_level, inputs);
     const features::FeatureMatrix& train_level = previous_level.empty() ? x : level_x;
     std::vector<std::string> this_level;
     for (const automl::ModelConfig& config : portfolio) {
@@ -410,13 +417,16 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       fit_context.seed = s.seed;
       Stopwatch watch;
       try {
-        auto make = [&]() { return models::GetFamily(config.family).create(config.params_json, task); };
+        auto make = [&]() {
+          return models::GetFamily(config.family).create(config.params_json, task);
+        };
         if (bagged) {
           ensemble::BagResult bag = ensemble::FitBagged(make, config.family, train_level, y,
                                                         fold_sets, folds, task, fit_context);
           entry.fit_time = watch.Seconds();
           entry.group = std::move(bag.group);
           entry.val_predictions = std::move(bag.out_of_fold);
+          entry.pred_time_val = bag.predict_seconds;
           entry.bag_folds = static_cast<int>(entry.group.members().size());
         } else {
           std::unique_ptr<models::Model> model = make();
@@ -432,8 +442,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         entry.iterations = entry.group.MeanIterations();
         entry.score_val = s.Score(val_labels, entry.val_predictions);
         this_level.push_back(entry.name);
-        s.Log(2, "{}: val {} {:.4f} | fit {:.2f} s | {} iterations | {}", entry.name,
-              s.eval_metric, *entry.score_val, entry.fit_time, entry.iterations,
+        s.Log(2, "{}: val {} {:.4f} | fit {:.2f} s | {} iterations | {}", entry.name, s.eval_metric,
+              *entry.score_val, entry.fit_time, entry.iterations,
               options.time_limit > 0 ? fmt::format("{:.1f} s left", deadline.SecondsLeft())
                                      : std::string("no time limit"));
       } catch (const std::bad_alloc&) {
@@ -451,7 +461,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     if (this_level.empty()) {
       if (level == 1) {
         std::string reasons;
-        for (const Entry& entry : s.entries) reasons += fmt::format("\n  {}: {}", entry.name, entry.error);
+        for (const Entry& entry : s.entries)
+          reasons += fmt::format("\n  {}: {}", entry.name, entry.error);
         throw InvalidInput(fmt::format("no model could be trained:{}{}", reasons,
                                        options.time_limit > 0 ? "\n(raise the time limit?)" : ""));
       }
@@ -477,7 +488,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       ensemble_entry.weights.push_back(weights.weights[m]);
       pred_time += s.Find(this_level[m])->pred_time_val;
     }
-    ensemble_entry.val_predictions = ensemble::BlendPredictions(member_predictions, weights.weights);
+    ensemble_entry.val_predictions =
+        ensemble::BlendPredictions(member_predictions, weights.weights);
     ensemble_entry.score_val = weights.score;
     ensemble_entry.pred_time_val = pred_time;
     ensemble_entry.fit_time = watch.Seconds();
@@ -486,8 +498,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       weight_text += fmt::format("{}{} {:.2f}", m ? ", " : "", ensemble_entry.members[m],
                                  ensemble_entry.weights[m]);
     }
-    s.Log(2, "{}: val {} {:.4f} | weights {}", ensemble_entry.name, s.eval_metric,
-          weights.score, weight_text);
+    s.Log(2, "{}: val {} {:.4f} | weights {}", ensemble_entry.name, s.eval_metric, weights.score,
+          weight_text);
     s.entries.push_back(std::move(ensemble_entry));
     previous_level = this_level;
   }
@@ -497,7 +509,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   const Entry* best = nullptr;
   for (const Entry& entry : s.entries) {
     if (!entry.can_infer || !entry.score_val) continue;
-    if (best == nullptr || metrics::IsBetter(info, *entry.score_val, *best->score_val)) best = &entry;
+    if (best == nullptr || metrics::IsBetter(info, *entry.score_val, *best->score_val))
+      best = &entry;
   }
   s.best = best->name;
   s.fitted = true;
@@ -515,8 +528,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                   {"num_gpus", options.num_gpus},
                   {"seed", options.seed},
                   {"train_rows", s.train_x.num_rows},
-                  {"hyperparameters",
-                   options.hyperparameters.empty() ? preset.hyperparameters : options.hyperparameters}};
+                  {"hyperparameters", options.hyperparameters.empty() ? preset.hyperparameters
+                                                                      : options.hyperparameters}};
   if (refit) {
     if (deadline.SecondsLeft() > kMinModelSeconds) {
       refit_full();
@@ -572,7 +585,8 @@ TabularPredictor& TabularPredictor::refit_full() {
     entry.refit = true;
     for (const std::string& member : source->members) entry.members.push_back(full_name(member));
     entry.weights = source->weights;
-    for (const std::string& input : source->stack_inputs) entry.stack_inputs.push_back(full_name(input));
+    for (const std::string& input : source->stack_inputs)
+      entry.stack_inputs.push_back(full_name(input));
     Stopwatch watch;
     if (!source->ensemble) {
       // Stacked models learn from the out-of-fold predictions of their inputs, as when bagged.
@@ -581,8 +595,9 @@ TabularPredictor& TabularPredictor::refit_full() {
         inputs.push_back(&s.Find(input)->val_predictions);
       }
       const features::FeatureMatrix x =
-          source->stack_inputs.empty() ? features::FeatureMatrix()
-                                       : s.WithStackFeatures(s.train_x, source->stack_inputs, inputs);
+          source->stack_inputs.empty()
+              ? features::FeatureMatrix()
+              : s.WithStackFeatures(s.train_x, source->stack_inputs, inputs);
       std::unique_ptr<models::Model> model =
           source->group.members().front()->CloneForRefit(std::max(source->iterations, 1));
       models::FitContext context;
@@ -603,7 +618,8 @@ TabularPredictor& TabularPredictor::refit_full() {
   return *this;
 }
 
-PredictionColumn TabularPredictor::predict(const data::Table& data, const std::string& model) const {
+PredictionColumn TabularPredictor::predict(const data::Table& data,
+                                           const std::string& model) const {
   const State& s = *state_;
   const std::vector<double> values = s.Predict(data, model);
   PredictionColumn out;
@@ -625,8 +641,9 @@ ProbabilityTable TabularPredictor::predict_proba(const data::Table& data,
                                                  const std::string& model) const {
   const State& s = *state_;
   if (s.problem_type == ProblemType::kRegression) {
-    throw InvalidInput("predict_proba applies to classification; this predictor does regression "
-                       "(use predict)");
+    throw InvalidInput(
+        "predict_proba applies to classification; this predictor does regression "
+        "(use predict)");
   }
   ProbabilityTable out;
   out.classes = s.classes;
@@ -639,13 +656,14 @@ namespace {
 std::vector<std::string> ProblemMetrics(ProblemType type) {
   switch (type) {
     case ProblemType::kBinary:
-      return {"accuracy", "balanced_accuracy", "mcc", "roc_auc", "f1", "precision", "recall",
-              "log_loss"};
+      return {"accuracy", "balanced_accuracy", "mcc",    "roc_auc",
+              "f1",       "precision",         "recall", "log_loss"};
     case ProblemType::kMulticlass:
       return {"accuracy", "balanced_accuracy", "mcc", "log_loss"};
     case ProblemType::kRegression:
-      return {"root_mean_squared_error", "mean_squared_error", "mean_absolute_error", "r2",
-              "pearsonr", "median_absolute_error"};
+      return {
+          "root_mean_squared_error", "mean_squared_error", "mean_absolute_error", "r2", "pearsonr",
+          "median_absolute_error"};
   }
   return {};
 }
@@ -664,8 +682,7 @@ std::vector<std::pair<std::string, double>> TabularPredictor::evaluate(
   }
   for (const std::string& name : names) {
     try {
-      out.push_back(
-          {name, metrics::Score(name, labels, {predictions, std::max(s.outputs(), 1)})});
+      out.push_back({name, metrics::Score(name, labels, {predictions, std::max(s.outputs(), 1)})});
     } catch (const InvalidInput&) {
       // Undefined on these rows (e.g. roc_auc with one class present): left out.
     }
@@ -736,14 +753,13 @@ std::string TabularPredictor::fit_summary() const {
   out += fmt::format("  features:       {} columns used ({} features), {} dropped\n", used.size(),
                      numeric, dropped);
   if (s.fit_record.contains("presets")) {
-    out += fmt::format("  strategy:       preset {}, {} bag folds x {} sets, {} stack levels{}\n",
-                       s.fit_record["presets"].get<std::string>(),
-                       s.fit_record["num_bag_folds"].get<int>(),
-                       s.fit_record["num_bag_sets"].get<int>(),
-                       s.fit_record["num_stack_levels"].get<int>(),
-                       s.fit_record["num_bag_folds"].get<int>() == 0
-                           ? fmt::format(", holdout {:.3f}", s.fit_record["holdout_frac"].get<double>())
-                           : std::string());
+    out += fmt::format(
+        "  strategy:       preset {}, {} bag folds x {} sets, {} stack levels{}\n",
+        s.fit_record["presets"].get<std::string>(), s.fit_record["num_bag_folds"].get<int>(),
+        s.fit_record["num_bag_sets"].get<int>(), s.fit_record["num_stack_levels"].get<int>(),
+        s.fit_record["num_bag_folds"].get<int>() == 0
+            ? fmt::format(", holdout {:.3f}", s.fit_record["holdout_frac"].get<double>())
+            : std::string());
   }
   int trained = 0;
   std::string failed;
@@ -781,8 +797,8 @@ void TabularPredictor::save(const std::string& path_given) const {
   std::error_code ec;
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec)) {
-      throw InvalidInput(fmt::format("{} exists and is not a directory; choose another path",
-                                     target.string()));
+      throw InvalidInput(
+          fmt::format("{} exists and is not a directory; choose another path", target.string()));
     }
     if (!fs::is_empty(target, ec) && !fs::exists(target / "manifest.json", ec)) {
       throw InvalidInput(fmt::format(
@@ -866,9 +882,10 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
   auto read = [&](const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) {
-      throw IoError(fmt::format("cannot read {}; is {} a tabforge model directory (made by "
-                                "`tabforge fit -o DIR`)?",
-                                file.string(), path));
+      throw IoError(
+          fmt::format("cannot read {}; is {} a tabforge model directory (made by "
+                      "`tabforge fit -o DIR`)?",
+                      file.string(), path));
     }
     std::stringstream buffer;
     buffer << in.rdbuf();
@@ -877,9 +894,10 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
   const std::string text = read(manifest_path);
   const nlohmann::json manifest = nlohmann::json::parse(text, nullptr, false);
   auto corrupted = [&](const std::string& what) {
-    return InvalidInput(fmt::format("{}: the model directory is corrupted ({}); fit again or "
-                                    "restore it from a copy",
-                                    manifest_path.string(), what));
+    return InvalidInput(
+        fmt::format("{}: the model directory is corrupted ({}); fit again or "
+                    "restore it from a copy",
+                    manifest_path.string(), what));
   };
   if (manifest.is_discarded() || !manifest.is_object()) throw corrupted("manifest is not JSON");
   if (manifest.value("format", "") != kManifestFormat) {

@@ -16,9 +16,9 @@ namespace {
 
 // AutoGluon's default priorities by family (higher trains first).
 int DefaultPriority(std::string_view family) {
-  static const std::map<std::string_view, int> kPriorities = {
-      {"KNN", 100}, {"GBM", 90}, {"RF", 80}, {"CAT", 70}, {"XT", 60},
-      {"NN", 50},   {"XGB", 40}, {"LR", 30}};
+  static const std::map<std::string_view, int> kPriorities = {{"KNN", 100}, {"GBM", 90}, {"RF", 80},
+                                                              {"CAT", 70},  {"XT", 60},  {"NN", 50},
+                                                              {"XGB", 40},  {"LR", 30}};
   auto at = kPriorities.find(family);
   return at == kPriorities.end() ? 0 : at->second;
 }
@@ -52,8 +52,8 @@ std::vector<std::string> PresetNames() {
 Preset GetPreset(const std::string& name) {
   const std::string_view text = name.starts_with("hyperparameters_") ? "" : EmbeddedFile(name);
   if (text.empty()) {
-    throw InvalidInput(fmt::format("unknown preset '{}'; the presets are: {}", name,
-                                   Join(PresetNames(), ", ")));
+    throw InvalidInput(
+        fmt::format("unknown preset '{}'; the presets are: {}", name, Join(PresetNames(), ", ")));
   }
   const nlohmann::json object = ParseObject(text, "preset " + name);
   Preset preset;
@@ -128,8 +128,8 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
                   what, key, family_key, index + 1));
             }
           } catch (const nlohmann::json::exception&) {
-            throw InvalidInput(fmt::format("{}: ag_args {} has the wrong type ({})", what, key,
-                                           arg.dump()));
+            throw InvalidInput(
+                fmt::format("{}: ag_args {} has the wrong type ({})", what, key, arg.dump()));
           }
         }
         params.erase("ag_args");
@@ -145,9 +145,9 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
             } else if (key == "max_time_limit_ratio") {
               config.max_time_limit_ratio = arg.get<double>();
               if (!(config.max_time_limit_ratio > 0 && config.max_time_limit_ratio <= 1)) {
-                throw InvalidInput(fmt::format(
-                    "{}: ag_args_fit max_time_limit_ratio {} must be in (0, 1]", what,
-                    config.max_time_limit_ratio));
+                throw InvalidInput(
+                    fmt::format("{}: ag_args_fit max_time_limit_ratio {} must be in (0, 1]", what,
+                                config.max_time_limit_ratio));
               }
             } else {
               throw InvalidInput(fmt::format(
@@ -156,8 +156,8 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
                   what, key, family_key, index + 1));
             }
           } catch (const nlohmann::json::exception&) {
-            throw InvalidInput(fmt::format("{}: ag_args_fit {} has the wrong type ({})", what,
-                                           key, arg.dump()));
+            throw InvalidInput(
+                fmt::format("{}: ag_args_fit {} has the wrong type ({})", what, key, arg.dump()));
           }
         }
         params.erase("ag_args_fit");
@@ -166,8 +166,8 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
       try {
         family.create(config.params_json, task);
       } catch (const InvalidInput& error) {
-        throw InvalidInput(fmt::format("{}: {} configuration {}: {}", what, family_key, index + 1,
-                                       error.what()));
+        throw InvalidInput(
+            fmt::format("{}: {} configuration {}: {}", what, family_key, index + 1, error.what()));
       }
       configs.push_back(std::move(config));
     }
@@ -178,8 +178,9 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
     const int count = seen[config.name]++;
     if (count > 0) config.name += fmt::format("_{}", count + 1);
   }
-  std::stable_sort(configs.begin(), configs.end(),
-                   [](const ModelConfig& a, const ModelConfig& b) { return a.priority > b.priority; });
+  std::stable_sort(configs.begin(), configs.end(), [](const ModelConfig& a, const ModelConfig& b) {
+    return a.priority > b.priority;
+  });
   if (configs.empty()) throw InvalidInput(fmt::format("{} lists no model configuration", what));
   return configs;
 }

@@ -34,12 +34,12 @@ std::vector<std::string> PresetNames();
 
 // One model configuration of the portfolio.
 struct ModelConfig {
-  std::string family;       // registry key
-  std::string name;         // e.g. "GBMXT" (family plus name_suffix, or ag_args name)
-  std::string params_json;  // the family's parameters (ag_args removed)
-  int priority = 0;         // higher trains first
-  int num_cpus = 0;         // 0: the fit's
-  int num_gpus = -1;        // -1: the fit's
+  std::string family;                 // registry key
+  std::string name;                   // e.g. "GBMXT" (family plus name_suffix, or ag_args name)
+  std::string params_json;            // the family's parameters (ag_args removed)
+  int priority = 0;                   // higher trains first
+  int num_cpus = 0;                   // 0: the fit's
+  int num_gpus = -1;                  // -1: the fit's
   double max_time_limit_ratio = 1.0;  // share of the time left this model may use
 };
 

@@ -75,9 +75,9 @@ void PrintLeaderboard(const std::vector<LeaderboardRow>& rows, bool with_test, b
     if (with_test) line += fmt::format("  {:>10}", Score(row.score_test));
     line += fmt::format("  {:>10}  {:<24}", Score(row.score_val), row.eval_metric);
     if (with_test) line += fmt::format("  {:>14}", Seconds(row.pred_time_test));
-    line += fmt::format("  {:>13.3f}  {:>9.3f}  {:>11}  {:>9}  {:>9}", row.pred_time_val,
-                        row.fit_time, row.stack_level, row.can_infer ? "True" : "False",
-                        row.fit_order);
+    line +=
+        fmt::format("  {:>13.3f}  {:>9.3f}  {:>11}  {:>9}  {:>9}", row.pred_time_val, row.fit_time,
+                    row.stack_level, row.can_infer ? "True" : "False", row.fit_order);
     if (!row.error.empty()) line += "  " + row.error;
     fmt::print("{}\n", line);
   }
@@ -184,7 +184,8 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_option("--num-bag-folds", args->num_bag_folds, "k-fold bagging (0: holdout)");
     command->add_option("--num-bag-sets", args->num_bag_sets, "Repeats of the k-fold bagging");
     command->add_option("--num-stack-levels", args->num_stack_levels, "Stack levels above L1");
-    command->add_option("--holdout-frac", args->holdout_frac, "Holdout fraction (default: by rows)");
+    command->add_option("--holdout-frac", args->holdout_frac,
+                        "Holdout fraction (default: by rows)");
     command->add_flag("--refit-full", args->refit_full,
                       "Retrain the best model's members on all rows");
     command->add_option("--cpus", args->cpus, "Threads (default: all)");

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/serialize.h"
+#include "core/timer.h"
 
 namespace tabforge::ensemble {
 namespace {
@@ -85,7 +86,9 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
       fold_context.seed = context.seed + std::uint64_t(set) * folds + std::uint64_t(fold);
       std::unique_ptr<models::Model> model = make();
       model->Fit(fit, fit_labels, &held, held_labels, fold_context);
+      Stopwatch predict_watch;
       const std::vector<double> predicted = model->Predict(held, context.threads);
+      result.predict_seconds += predict_watch.Seconds();
       for (std::size_t i = 0; i < held_rows.size(); ++i) {
         for (int k = 0; k < outputs; ++k) {
           result.out_of_fold[held_rows[i] * outputs + k] += predicted[i * outputs + k];

@@ -44,6 +44,7 @@ struct BagResult {
   ModelGroup group;
   std::vector<double> out_of_fold;  // n x outputs, every row predicted by the folds not
                                     // trained on it, averaged over the sets
+  double predict_seconds = 0;       // time the fold models took to predict their folds
 };
 
 // Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds); `make`

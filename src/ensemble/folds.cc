@@ -26,7 +26,8 @@ std::vector<std::int32_t> AssignFolds(std::span<const double> labels, bool strat
   std::int64_t dealt = 0;
   for (auto& [label, members] : groups) {
     std::sort(members.begin(), members.end());
-    for (const auto& [key, row] : members) fold_of[row] = static_cast<std::int32_t>(dealt++ % folds);
+    for (const auto& [key, row] : members)
+      fold_of[row] = static_cast<std::int32_t>(dealt++ % folds);
   }
   return fold_of;
 }

@@ -39,10 +39,10 @@ struct FitContext {
 
 // A fitted model's account of itself.
 struct ModelInfo {
-  std::string family;          // registry key, e.g. "GBM"
-  int iterations = 0;          // boosting rounds (or trees, epochs) kept; 0 when not iterative
-  std::string stop_reason;     // why training ended
-  double fit_seconds = 0;      // wall time of the fit
+  std::string family;       // registry key, e.g. "GBM"
+  int iterations = 0;       // boosting rounds (or trees, epochs) kept; 0 when not iterative
+  std::string stop_reason;  // why training ended
+  double fit_seconds = 0;   // wall time of the fit
 };
 
 class Model {

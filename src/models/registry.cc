@@ -24,7 +24,8 @@ const std::vector<Family>& Families() { return Registry(); }
 void RegisterFamily(const Family& family) {
   for (const Family& known : Registry()) {
     if (known.key == family.key) {
-      throw InvalidInput(fmt::format("a model family called '{}' is registered already", family.key));
+      throw InvalidInput(
+          fmt::format("a model family called '{}' is registered already", family.key));
     }
   }
   Registry().push_back(family);

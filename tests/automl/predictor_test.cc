@@ -201,12 +201,14 @@ class KeyModel final : public models::Model {
 
 TEST(Predictor, StackedModelsLearnOnlyFromOutOfFoldPredictions) {
   models::RegisterFamily(
-      {"KEYS", [](const std::string&, const models::Task&) -> std::unique_ptr<models::Model> {
+      {"KEYS",
+       [](const std::string&, const models::Task&) -> std::unique_ptr<models::Model> {
          return std::make_unique<KeyModel>();
        },
        nullptr});
   std::string csv = "key,target\n";
-  for (int row = 0; row < 300; ++row) csv += std::to_string(row) + ".25," + std::to_string(row % 7) + ".5\n";
+  for (int row = 0; row < 300; ++row)
+    csv += std::to_string(row) + ".25," + std::to_string(row % 7) + ".5\n";
   const data::Table table = data::ParseCsv(csv, "keys.csv");
   TabularPredictor predictor("target", Quiet());
   FitOptions options;

@@ -126,3 +126,73 @@ TEST(Cli, InspectFeaturesShowsDropsAndOutputs) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string ReadText(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  std::string text;
+  if (file == nullptr) return text;
+  std::array<char, 4096> buffer;
+  while (std::size_t got = std::fread(buffer.data(), 1, buffer.size(), file)) {
+    text.append(buffer.data(), got);
+  }
+  std::fclose(file);
+  return text;
+}
+
+int CountLines(const std::string& text) {
+  int lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines;
+}
+
+}  // namespace
+
+TEST(Cli, FitPredictEvaluateLeaderboardSummaryOnTitanic) {
+  TFG_REQUIRE_DATASETS();
+  const std::string data = tabforge::testing::DatasetPath("titanic.csv.gz");
+  const std::string dir = tabforge::testing::TempDir("cli_fit");
+  CommandResult fit = Tabforge("fit --train " + data + " --label survived --time-limit 30 -o " +
+                               dir + "/model --test " + data);
+  ASSERT_EQ(fit.status, 0) << fit.output;
+  EXPECT_NE(fit.output.find("GBM: val accuracy"), std::string::npos) << fit.output;
+  EXPECT_NE(fit.output.find("WeightedEnsemble_L2"), std::string::npos) << fit.output;
+  EXPECT_NE(fit.output.find("best model:"), std::string::npos) << fit.output;
+  EXPECT_NE(fit.output.find("score_test"), std::string::npos) << fit.output;
+
+  CommandResult predict =
+      Tabforge("predict -m " + dir + "/model --data " + data + " -o " + dir + "/labels.csv");
+  ASSERT_EQ(predict.status, 0) << predict.output;
+  const std::string labels = ReadText(dir + "/labels.csv");
+  EXPECT_EQ(labels.rfind("survived\n", 0), 0u) << labels.substr(0, 40);
+  EXPECT_EQ(CountLines(labels), 892);  // header + 891 rows, in the input's order
+  CommandResult proba =
+      Tabforge("predict -m " + dir + "/model --data " + data + " --proba -o " + dir + "/proba.csv");
+  ASSERT_EQ(proba.status, 0) << proba.output;
+  EXPECT_EQ(ReadText(dir + "/proba.csv").rfind("0,1\n", 0), 0u);
+
+  CommandResult evaluate = Tabforge("evaluate -m " + dir + "/model --data " + data + " --json");
+  ASSERT_EQ(evaluate.status, 0) << evaluate.output;
+  const nlohmann::json metrics = nlohmann::json::parse(evaluate.output);
+  EXPECT_GT(metrics.at("accuracy").get<double>(), 0.8);
+  EXPECT_GT(metrics.at("roc_auc").get<double>(), 0.85);
+
+  CommandResult board = Tabforge("leaderboard -m " + dir + "/model --json");
+  ASSERT_EQ(board.status, 0) << board.output;
+  const nlohmann::json rows = nlohmann::json::parse(board.output);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].contains("score_val"));
+  CommandResult summary = Tabforge("summary -m " + dir + "/model");
+  ASSERT_EQ(summary.status, 0) << summary.output;
+  EXPECT_NE(summary.output.find("best model:"), std::string::npos) << summary.output;
+
+  // Errors name the remedy and exit with status 1 (input) or 2 (files).
+  CommandResult missing = Tabforge("evaluate -m " + dir + "/nothing --data " + data);
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find("tabforge model directory"), std::string::npos) << missing.output;
+  CommandResult stacked = Tabforge("fit --train " + data +
+                                   " --label survived --num-stack-levels 1 -o " + dir + "/stacked");
+  EXPECT_EQ(stacked.status, 1) << stacked.output;
+  EXPECT_NE(stacked.output.find("num_bag_folds"), std::string::npos) << stacked.output;
+}

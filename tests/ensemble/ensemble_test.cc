@@ -85,9 +85,8 @@ TEST(Bagging, OutOfFoldPredictionsCoverEveryRowOncePerSetWithoutLeakage) {
   std::vector<std::vector<std::int32_t>> sets = {AssignFolds(labels, false, 4, 1, 0),
                                                  AssignFolds(labels, false, 4, 1, 1),
                                                  AssignFolds(labels, false, 4, 1, 2)};
-  const BagResult bag =
-      FitBagged([] { return std::make_unique<KeyMemoryModel>(); }, "KEYS", x, labels, sets, 4,
-                task, {});
+  const BagResult bag = FitBagged([] { return std::make_unique<KeyMemoryModel>(); }, "KEYS", x,
+                                  labels, sets, 4, task, {});
   ASSERT_EQ(bag.out_of_fold.size(), 500u);
   for (double value : bag.out_of_fold) ASSERT_DOUBLE_EQ(value, 1.0);
   EXPECT_EQ(bag.group.members().size(), 12u);
@@ -101,7 +100,8 @@ TEST(WeightedEnsemble, WeightsSumToOneAndScoreAtLeastTheBestMember) {
   TFG_REQUIRE_DATASETS();
   const data::Table table = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
   std::vector<std::int64_t> fit_rows, valid_rows;
-  for (std::int64_t row = 0; row < 6000; ++row) (row % 4 == 0 ? valid_rows : fit_rows).push_back(row);
+  for (std::int64_t row = 0; row < 6000; ++row)
+    (row % 4 == 0 ? valid_rows : fit_rows).push_back(row);
   const data::Table fit_table = data::SelectRows(table, fit_rows);
   const data::Table valid_table = data::SelectRows(table, valid_rows);
   const data::LabelSummary summary = data::AnalyzeLabel(fit_table, "class");

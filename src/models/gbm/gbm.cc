@@ -251,9 +251,10 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   double max_weight = 1;
   if (!unit_weights) max_weight = *std::max_element(weight_storage.begin(), weight_storage.end());
   const double softmax_factor = outputs > 1 ? double(outputs) / double(outputs - 1) : 1.0;
-  const double hessian_bound = max_weight * (params.objective == "binary"       ? 0.25
-                                             : params.objective == "multiclass" ? 0.25 * softmax_factor
-                                                                                : 1.0);
+  const double hessian_bound =
+      max_weight * (params.objective == "binary"       ? 0.25
+                    : params.objective == "multiclass" ? 0.25 * softmax_factor
+                                                       : 1.0);
   const double hessian_fixed = tree::RowHessianScale(hessian_bound);
   auto fixed_hessian = [hessian_fixed](double hessian) {
     return static_cast<std::uint32_t>(
@@ -347,7 +348,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       if (outputs > 1) {
         max_gradient = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
-    reduction(max : max_gradient)
+    reduction(max                                                                         \
+              : max_gradient)
         for (std::int64_t row = 0; row < rows; ++row) {
           max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
         }
@@ -438,8 +440,8 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
         best_round = round + 1;
         rounds_without_gain = 0;
       } else if (++rounds_without_gain >= (params.early_stopping_round > 0
-                                                 ? params.early_stopping_round
-                                                 : 20 + (3 * best_round) / 10)) {
+                                               ? params.early_stopping_round
+                                               : 20 + (3 * best_round) / 10)) {
         model.report_.stop_reason = "early stopping";
         break;
       }

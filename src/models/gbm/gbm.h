@@ -70,8 +70,8 @@ struct GbmParams {
   // Stop after this many rounds without improvement (0 = off); -1 is AutoGluon's adaptive
   // patience: 20 rounds plus 30% of the best round so far.
   int early_stopping_round = 0;
-  std::string metric;            // early-stopping metric (src/metrics name); "" = the
-                                 // objective's loss (log_loss or root_mean_squared_error)
+  std::string metric;  // early-stopping metric (src/metrics name); "" = the
+                       // objective's loss (log_loss or root_mean_squared_error)
   std::uint64_t seed = 0;
 
   // Throws InvalidInput naming the parameter and its valid range.

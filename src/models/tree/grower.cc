@@ -1,9 +1,9 @@
 #include "models/tree/grower.h"
 
 #include <algorithm>
-#include <numeric>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/error.h"
 #include "core/random.h"

@@ -94,10 +94,10 @@ class TreeGrower {
   void Partition(const Split& split, int missing_bin, std::int64_t begin, std::int64_t end,
                  std::int64_t& left_end);
 
-  int max_slots_ = 2;                    // histograms the pool holds
-  std::vector<HistogramBin> pool_;       // max_slots_ histograms, reused across trees
-  HistogramScratch scratch_;             // partial histograms of parallel builds
-  std::vector<std::int32_t> order_;      // rows grouped by leaf
+  int max_slots_ = 2;                // histograms the pool holds
+  std::vector<HistogramBin> pool_;   // max_slots_ histograms, reused across trees
+  HistogramScratch scratch_;         // partial histograms of parallel builds
+  std::vector<std::int32_t> order_;  // rows grouped by leaf
   std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges_;  // last tree: [begin, end)
   std::vector<std::int32_t> spare_;      // partition buffer, as long as order_
   std::vector<std::uint8_t> goes_left_;  // partition: each row's side
