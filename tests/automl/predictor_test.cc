@@ -12,6 +12,7 @@
 #include "core/timer.h"
 #include "data/csv_reader.h"
 #include "data/table.h"
+#include "key_memory_model.h"
 #include "models/model.h"
 #include "test_support.h"
 
@@ -162,48 +163,25 @@ TEST(Predictor, TimeLimitIsHonoured) {
   EXPECT_EQ(predictor.predict(AdultRows(0, 10)).labels.size(), 10u);
 }
 
-// A family that remembers the keys of its training rows (the first feature) and predicts 1 for
-// a row it did not train on, 1000 for one it did; at a stack level it checks that every
-// prediction it is given as a feature is 1, i.e. that no row's stack feature came from a model
-// that had trained on that row.
+// Stack features of rows must come from models that never trained on them: the key-memory
+// double predicts 1 for such rows, so at a stack level every stack feature must be 1.
 int stack_feature_leaks = 0;
 int stacked_fits = 0;
-class KeyModel final : public models::Model {
- public:
-  void Fit(const features::FeatureMatrix& train, std::span<const double>,
-           const features::FeatureMatrix*, std::span<const double>,
-           const models::FitContext&) override {
-    for (std::int64_t row = 0; row < train.num_rows; ++row) seen_.insert(train.numeric[row]);
-    for (int feature = 0; feature < train.num_numeric(); ++feature) {
-      if (train.numeric_info[feature].name.rfind("KEYS_BAG_L", 0) != 0) continue;
-      ++stacked_fits;
-      for (std::int64_t row = 0; row < train.num_rows; ++row) {
-        stack_feature_leaks += train.NumericColumn(feature)[row] != 1.0f;
-      }
+void CheckStackFeatures(const features::FeatureMatrix& train) {
+  for (int feature = 0; feature < train.num_numeric(); ++feature) {
+    if (train.numeric_info[feature].name.rfind("KEYS_BAG_L", 0) != 0) continue;
+    ++stacked_fits;
+    for (std::int64_t row = 0; row < train.num_rows; ++row) {
+      stack_feature_leaks += train.NumericColumn(feature)[row] != 1.0f;
     }
   }
-  std::vector<double> Predict(const features::FeatureMatrix& x, int) const override {
-    std::vector<double> out;
-    for (std::int64_t row = 0; row < x.num_rows; ++row) {
-      out.push_back(seen_.count(x.numeric[row]) ? 1000.0 : 1.0);
-    }
-    return out;
-  }
-  std::string Serialize() const override { return {}; }
-  models::ModelInfo Info() const override { return {"KEYS", 0, "", 0}; }
-  std::unique_ptr<models::Model> CloneForRefit(int) const override {
-    return std::make_unique<KeyModel>();
-  }
-
- private:
-  std::set<float> seen_;
-};
+}
 
 TEST(Predictor, StackedModelsLearnOnlyFromOutOfFoldPredictions) {
   models::RegisterFamily(
       {"KEYS",
        [](const std::string&, const models::Task&) -> std::unique_ptr<models::Model> {
-         return std::make_unique<KeyModel>();
+         return std::make_unique<testing::KeyMemoryModel>(&CheckStackFeatures);
        },
        nullptr});
   std::string csv = "key,target\n";

@@ -12,6 +12,7 @@
 #include "ensemble/folds.h"
 #include "ensemble/weighted_ensemble.h"
 #include "features/pipeline.h"
+#include "key_memory_model.h"
 #include "metrics/metric.h"
 #include "models/model.h"
 #include "test_support.h"
@@ -42,33 +43,6 @@ TEST(Folds, EveryRowOnceStratifiedAndBalanced) {
   EXPECT_EQ(AssignFolds(labels, true, 5, 7, 1), AssignFolds(labels, true, 5, 7, 1));
 }
 
-// A model that remembers the keys (feature 0) of its training rows and predicts, for regression,
-// 1 for a row it did not train on and 1000 for one it did: out-of-fold predictions of 1 mean
-// every row was predicted exactly once per set, by a model that never saw it.
-class KeyMemoryModel final : public models::Model {
- public:
-  void Fit(const features::FeatureMatrix& train, std::span<const double>,
-           const features::FeatureMatrix*, std::span<const double>,
-           const models::FitContext&) override {
-    for (std::int64_t row = 0; row < train.num_rows; ++row) seen_.insert(train.numeric[row]);
-  }
-  std::vector<double> Predict(const features::FeatureMatrix& x, int) const override {
-    std::vector<double> out;
-    for (std::int64_t row = 0; row < x.num_rows; ++row) {
-      out.push_back(seen_.count(x.numeric[row]) ? 1000.0 : 1.0);
-    }
-    return out;
-  }
-  std::string Serialize() const override { return {}; }
-  models::ModelInfo Info() const override { return {"KEYS", 0, "", 0}; }
-  std::unique_ptr<models::Model> CloneForRefit(int) const override {
-    return std::make_unique<KeyMemoryModel>();
-  }
-
- private:
-  std::set<float> seen_;
-};
-
 TEST(Bagging, OutOfFoldPredictionsCoverEveryRowOncePerSetWithoutLeakage) {
   features::FeatureMatrix x;
   x.num_rows = 500;
@@ -85,8 +59,8 @@ TEST(Bagging, OutOfFoldPredictionsCoverEveryRowOncePerSetWithoutLeakage) {
   std::vector<std::vector<std::int32_t>> sets = {AssignFolds(labels, false, 4, 1, 0),
                                                  AssignFolds(labels, false, 4, 1, 1),
                                                  AssignFolds(labels, false, 4, 1, 2)};
-  const BagResult bag = FitBagged([] { return std::make_unique<KeyMemoryModel>(); }, "KEYS", x,
-                                  labels, sets, 4, task, {});
+  const BagResult bag = FitBagged([] { return std::make_unique<testing::KeyMemoryModel>(); },
+                                  "KEYS", x, labels, sets, 4, task, {});
   ASSERT_EQ(bag.out_of_fold.size(), 500u);
   for (double value : bag.out_of_fold) ASSERT_DOUBLE_EQ(value, 1.0);
   EXPECT_EQ(bag.group.members().size(), 12u);
