@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -69,6 +71,14 @@ struct Entry {
 double DefaultHoldoutFraction(std::int64_t rows) {
   if (rows < 5000) return std::max(0.1, std::min(0.2, 500.0 / double(rows)));
   return std::max(0.01, std::min(0.1, 2500.0 / double(rows)));
+}
+
+// A suffix for temporary directory names, distinct between concurrent saves (portable: no
+// process id API).
+std::string UniqueSuffix() {
+  static std::atomic<std::uint64_t> counter{0};
+  return fmt::format("{:x}-{}", std::chrono::steady_clock::now().time_since_epoch().count(),
+                     counter.fetch_add(1));
 }
 
 std::string FormatScore(std::optional<double> score) {
@@ -808,8 +818,8 @@ void TabularPredictor::save(const std::string& path_given) const {
   }
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
-  const fs::path temporary = parent / fmt::format(".{}.tmp-{}", target.filename().string(),
-                                                  static_cast<long long>(getpid()));
+  const std::string suffix = UniqueSuffix();
+  const fs::path temporary = parent / fmt::format(".{}.tmp-{}", target.filename().string(), suffix);
   fs::remove_all(temporary, ec);
   if (!fs::create_directories(temporary / "models", ec)) {
     throw IoError(fmt::format("cannot create {}: {}; check the folder's permissions",
@@ -857,8 +867,7 @@ void TabularPredictor::save(const std::string& path_given) const {
   WriteFileAtomically((temporary / "manifest.json").string(), manifest.dump(2) + "\n");
   // Swap the finished directory in; an older model there is replaced only once this one is
   // complete.
-  const fs::path old = parent / fmt::format(".{}.old-{}", target.filename().string(),
-                                            static_cast<long long>(getpid()));
+  const fs::path old = parent / fmt::format(".{}.old-{}", target.filename().string(), suffix);
   fs::remove_all(old, ec);
   const bool replacing = fs::exists(target, ec);
   if (replacing) fs::rename(target, old, ec);
