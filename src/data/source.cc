@@ -9,9 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <system_error>
 #include <vector>
 
+#include "core/dynamic_library.h"
 #include "core/error.h"
 
 namespace tabforge::data {
@@ -71,29 +73,79 @@ std::size_t AppendToVector(char* bytes, std::size_t size, std::size_t count, voi
   return size * count;
 }
 
+// libcurl, opened on the first download: the headers give the types, the library is found at
+// run time, so programs that never read a URL do not load it (and its TLS stack).
+struct Curl {
+  DynamicLibrary library;
+  CURL* (*easy_init)() = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
+  std::string problem;  // why it cannot be used; empty when it can
+};
+
+const Curl& LoadCurl() {
+  static Curl curl;
+  static std::once_flag once;
+  std::call_once(once, [] {
+#if defined(_WIN32)
+    const std::vector<std::string> names = {"libcurl-x64.dll", "libcurl.dll"};
+#elif defined(__APPLE__)
+    const std::vector<std::string> names = {"libcurl.4.dylib", "libcurl.dylib"};
+#else
+    const std::vector<std::string> names = {"libcurl.so.4", "libcurl.so"};
+#endif
+    curl.library = DynamicLibrary::Open(names);
+    if (!curl.library.loaded()) {
+      curl.problem = "the HTTP client library (libcurl) is not installed or cannot be loaded (" +
+                     curl.library.error() +
+                     "); install it (Debian/Ubuntu: apt-get install libcurl4) or download the "
+                     "file and pass its path";
+      return;
+    }
+    const bool complete = curl.library.Find(&curl.easy_init, "curl_easy_init") &&
+                          curl.library.Find(&curl.easy_setopt, "curl_easy_setopt") &&
+                          curl.library.Find(&curl.easy_perform, "curl_easy_perform") &&
+                          curl.library.Find(&curl.easy_getinfo, "curl_easy_getinfo") &&
+                          curl.library.Find(&curl.easy_cleanup, "curl_easy_cleanup") &&
+                          curl.library.Find(&curl.easy_strerror, "curl_easy_strerror");
+    if (!complete) {
+      curl.problem = curl.library.name() +
+                     " lacks the easy interface functions; install libcurl 7.17 or newer, or "
+                     "download the file and pass its path";
+    }
+  });
+  return curl;
+}
+
 ByteBuffer Download(const std::string& url) {
+  const Curl& api = LoadCurl();
+  if (!api.problem.empty())
+    throw IoError(fmt::format("cannot download '{}': {}.", url, api.problem));
   // curl_global_init is not thread-safe in old libcurl; curl_easy_init calls it when needed
   // and the CLI downloads from one thread.
-  CURL* curl = curl_easy_init();
+  CURL* curl = api.easy_init();
   if (curl == nullptr) throw IoError("cannot start the HTTP client (libcurl) for " + url);
   std::vector<char> body;
   char error_text[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 20L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendToVector);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "tabforge");
-  CURLcode code = curl_easy_perform(curl);
+  api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+  api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  api.easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 20L);
+  api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  api.easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendToVector);
+  api.easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  api.easy_setopt(curl, CURLOPT_USERAGENT, "tabforge");
+  CURLcode code = api.easy_perform(curl);
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(curl);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  api.easy_cleanup(curl);
   if (code != CURLE_OK) {
-    std::string reason = error_text[0] ? error_text : curl_easy_strerror(code);
+    std::string reason = error_text[0] ? error_text : api.easy_strerror(code);
     throw IoError(fmt::format(
         "cannot download '{}': {}. Check the address and the network connection (a proxy "
         "is taken from the https_proxy variable), or download the file and pass its path.",

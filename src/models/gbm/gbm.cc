@@ -194,9 +194,13 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     model.init_score_[0] = WeightedQuantile(values, quantile);
   }
 
-  std::vector<double> scores(static_cast<std::size_t>(rows * outputs));
+  // Training scores are floats (as XGBoost keeps its prediction cache): each update rounds
+  // once, score + leaf value in double, so 4 bytes per row and output suffice.
+  std::vector<float> scores(static_cast<std::size_t>(rows * outputs));
   for (std::int64_t row = 0; row < rows; ++row) {
-    for (int k = 0; k < outputs; ++k) scores[row * outputs + k] = model.init_score_[k];
+    for (int k = 0; k < outputs; ++k) {
+      scores[row * outputs + k] = static_cast<float>(model.init_score_[k]);
+    }
   }
   std::vector<double> valid_scores;
   std::string metric_name = params.metric;
@@ -305,7 +309,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
 #pragma omp for schedule(static) reduction(max : max_gradient)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double w = weight(row);
-        const double* s = scores.data() + row * outputs;
+        const float* s = scores.data() + row * outputs;
         if (objective_binary) {
           const double p = Sigmoid(s[0]);
           gradients[row] = static_cast<float>((p - labels[row]) * w);
@@ -393,13 +397,17 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (rows >= kParallelRows)
       for (int leaf = 0; leaf < num_leaves; ++leaf) {
         for (std::int32_t row : grower.LeafRows(leaf)) {
-          scores[static_cast<std::int64_t>(row) * outputs + k] += leaf_values[leaf];
+          float& score = scores[static_cast<std::int64_t>(row) * outputs + k];
+          score = static_cast<float>(score + leaf_values[leaf]);
         }
       }
       if (bagging) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
         for (std::int64_t row = 0; row < rows; ++row) {
-          if (!in_bag[row]) scores[row * outputs + k] += leaf_values[tree.LeafOfBins(bins, row)];
+          if (!in_bag[row]) {
+            float& score = scores[row * outputs + k];
+            score = static_cast<float>(score + leaf_values[tree.LeafOfBins(bins, row)]);
+          }
         }
       }
       if (validating) {

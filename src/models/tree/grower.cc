@@ -262,9 +262,11 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
 
 void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t begin,
                            std::int64_t end, std::int64_t& left_end) {
-  // Stable: left rows stay in front and right rows follow, each in their order. Large leaves
-  // are split into one chunk per thread: each chunk's rows are classified and counted, then
-  // written to their place in the spare buffer, which is copied back.
+  // Stable: left rows stay in front and right rows follow, each in their order. One pass per
+  // chunk classifies its rows, compacting the left ones in place and writing the right ones to
+  // the spare buffer at the chunk's own offsets; then the chunks' left blocks slide down into
+  // one run and their right blocks are copied back behind it. Large leaves take one chunk per
+  // thread.
   // Which side each bin of the split feature goes to, looked up per row.
   const int num_bins = mapper_.feature(split.feature).num_bins;
   side_.assign(static_cast<std::size_t>(num_bins), 0);
@@ -277,38 +279,47 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
   const std::size_t stride = static_cast<std::size_t>(bins_.num_features);
   const std::uint8_t* narrow = bins_.wide() ? nullptr : bins_.bins8.data() + split.feature;
   const std::uint16_t* wide = bins_.wide() ? bins_.bins16.data() + split.feature : nullptr;
-  auto goes_left = [&](std::int32_t row) -> std::uint8_t {
-    const std::size_t at = static_cast<std::size_t>(row) * stride;
-    return side[narrow != nullptr ? narrow[at] : wide[at]];
-  };
   // The rows of a leaf are ascending but scattered: fetch their bins ahead.
   constexpr std::int64_t kPrefetchDistance = 32;
-  auto Prefetch = [&](std::int32_t row) {
-    const std::size_t at = static_cast<std::size_t>(row) * stride;
+  std::int32_t* order = order_.data();
+  std::int32_t* spare = spare_.data();
+  // Classifies [first, stop): returns how many rows go left (now at [first, first + lefts));
+  // the right ones are at spare[first, first + (stop - first - lefts)).
+  auto classify = [&](std::int64_t first, std::int64_t stop) {
+    std::int64_t left_write = first;
+    std::int64_t right_write = first;
+    auto run = [&](auto bin_of) {
+      for (std::int64_t index = first; index < stop; ++index) {
+        if (index + kPrefetchDistance < stop) {
+          TFG_PREFETCH(&bin_of(order[index + kPrefetchDistance]));
+        }
+        const std::int32_t row = order[index];
+        const std::uint8_t left = side[bin_of(row)];
+        order[left_write] = row;
+        spare[right_write] = row;
+        left_write += left;
+        right_write += 1 - left;
+      }
+    };
     if (narrow != nullptr) {
-      TFG_PREFETCH(narrow + at);
+      run([&](std::int32_t row) -> const std::uint8_t& {
+        return narrow[static_cast<std::size_t>(row) * stride];
+      });
     } else {
-      TFG_PREFETCH(wide + at);
+      run([&](std::int32_t row) -> const std::uint16_t& {
+        return wide[static_cast<std::size_t>(row) * stride];
+      });
     }
+    return left_write - first;
   };
   constexpr std::int64_t kRowsPerThread = 8192;
   const std::int64_t count = end - begin;
   const int chunks =
       static_cast<int>(std::clamp<std::int64_t>(count / kRowsPerThread, 1, std::max(threads_, 1)));
   if (chunks == 1) {
-    std::int64_t write = begin;
-    std::int64_t spare = begin;
-    for (std::int64_t index = begin; index < end; ++index) {
-      if (index + kPrefetchDistance < end) Prefetch(order_[index + kPrefetchDistance]);
-      const std::int32_t row = order_[index];
-      const std::uint8_t left = goes_left(row);
-      order_[write] = row;
-      spare_[spare] = row;
-      write += left;
-      spare += 1 - left;
-    }
-    std::copy(spare_.begin() + begin, spare_.begin() + spare, order_.begin() + write);
-    left_end = write;
+    const std::int64_t lefts = classify(begin, end);
+    std::copy(spare + begin, spare + (end - lefts), order + begin + lefts);
+    left_end = begin + lefts;
     return;
   }
   std::vector<std::int64_t> lefts(static_cast<std::size_t>(chunks) + 1, 0);
@@ -317,29 +328,27 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
   {
 #pragma omp for schedule(static, 1)
     for (int chunk = 0; chunk < chunks; ++chunk) {
-      std::int64_t lefts_here = 0;
-      const std::int64_t stop = chunk_begin(chunk + 1);
-      for (std::int64_t index = chunk_begin(chunk); index < stop; ++index) {
-        if (index + kPrefetchDistance < stop) Prefetch(order_[index + kPrefetchDistance]);
-        const bool left = goes_left(order_[index]);
-        goes_left_[index] = left;
-        lefts_here += left;
-      }
-      lefts[chunk + 1] = lefts_here;
+      lefts[chunk + 1] = classify(chunk_begin(chunk), chunk_begin(chunk + 1));
     }
 #pragma omp single
-    for (int chunk = 0; chunk < chunks; ++chunk) lefts[chunk + 1] += lefts[chunk];
+    {
+      // Chunk c's left block moves down to begin + (lefts of the chunks before it), never past
+      // its own start, so sliding the blocks in chunk order overwrites nothing still needed.
+      for (int chunk = 0; chunk < chunks; ++chunk) {
+        const std::int64_t first = chunk_begin(chunk);
+        std::copy(order + first, order + first + lefts[chunk + 1], order + begin + lefts[chunk]);
+        lefts[chunk + 1] += lefts[chunk];
+      }
+    }
 #pragma omp for schedule(static, 1)
     for (int chunk = 0; chunk < chunks; ++chunk) {
       const std::int64_t first = chunk_begin(chunk);
-      std::int64_t left_write = begin + lefts[chunk];
-      std::int64_t right_write = begin + lefts[chunks] + (first - begin - lefts[chunk]);
-      for (std::int64_t index = first; index < chunk_begin(chunk + 1); ++index) {
-        spare_[goes_left_[index] ? left_write++ : right_write++] = order_[index];
-      }
+      const std::int64_t rights =
+          chunk_begin(chunk + 1) - first - (lefts[chunk + 1] - lefts[chunk]);
+      // Rights before this chunk: its start's offset minus the lefts before it.
+      const std::int64_t destination = begin + lefts[chunks] + (first - begin - lefts[chunk]);
+      std::copy(spare + first, spare + first + rights, order + destination);
     }
-#pragma omp for schedule(static)
-    for (std::int64_t index = begin; index < end; ++index) order_[index] = spare_[index];
   }
   left_end = begin + lefts[chunks];
 }
@@ -374,7 +383,6 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
     std::iota(order_.begin(), order_.end(), 0);
   }
   spare_.resize(order_.size());
-  goes_left_.resize(order_.size());
   std::vector<Leaf> leaves(1);
   leaves[0].begin = 0;
   leaves[0].end = static_cast<std::int64_t>(order_.size());

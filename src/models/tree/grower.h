@@ -99,10 +99,9 @@ class TreeGrower {
   HistogramScratch scratch_;         // partial histograms of parallel builds
   std::vector<std::int32_t> order_;  // rows grouped by leaf
   std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges_;  // last tree: [begin, end)
-  std::vector<std::int32_t> spare_;      // partition buffer, as long as order_
-  std::vector<std::uint8_t> goes_left_;  // partition: each row's side
-  std::vector<std::uint8_t> side_;       // partition: each bin's side
-  BinProfile profile_;                   // splittable and sparse features
+  std::vector<std::int32_t> spare_;  // partition buffer, as long as order_
+  std::vector<std::uint8_t> side_;   // partition: each bin's side
+  BinProfile profile_;               // splittable and sparse features
 };
 
 }  // namespace tabforge::tree
