@@ -122,8 +122,9 @@ const Curl& LoadCurl() {
 
 ByteBuffer Download(const std::string& url) {
   const Curl& api = LoadCurl();
-  if (!api.problem.empty())
+  if (!api.problem.empty()) {
     throw IoError(fmt::format("cannot download '{}': {}.", url, api.problem));
+  }
   // curl_global_init is not thread-safe in old libcurl; curl_easy_init calls it when needed
   // and the CLI downloads from one thread.
   CURL* curl = api.easy_init();
