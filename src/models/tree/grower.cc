@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "models/tree/grower_loop.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TFG_PREFETCH(address) __builtin_prefetch(address)
@@ -15,25 +16,6 @@
 #endif
 
 namespace tabforge::tree {
-
-struct TreeGrower::Split {
-  double gain = -std::numeric_limits<double>::infinity();
-  int feature = -1;
-  bool categorical = false;
-  bool default_left = false;
-  int threshold_bin = 0;
-  std::vector<std::uint32_t> left_bins;  // categorical: bitset of bins going left
-  HistogramBin left;                     // sums of the rows going left
-  bool valid() const { return feature >= 0; }
-};
-
-struct TreeGrower::Leaf {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-  int depth = 0;
-  HistogramBin total;
-  Split best;
-};
 
 namespace {
 
@@ -78,7 +60,7 @@ TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const Gro
 
 void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
                              const QuantizedGradients& gradients, int only_threshold,
-                             Split& best) const {
+                             LeafSplit& best) const {
   const int num_bins = mapper_.feature(feature).num_bins;
   if (num_bins < 2) return;
   const HistogramBin& missing = histogram[num_bins - 1];
@@ -120,7 +102,7 @@ void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const H
 
 void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
                                  const HistogramBin& total, const QuantizedGradients& gradients,
-                                 Split& best) const {
+                                 LeafSplit& best) const {
   const int num_bins = mapper_.feature(feature).num_bins;
   const double g_scale = gradients.gradient_scale;
   const double h_scale = gradients.hessian_scale;
@@ -208,7 +190,7 @@ std::vector<std::uint8_t> TreeGrower::NodeFeatures(const std::vector<std::uint8_
   return tried;
 }
 
-void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* histograms,
+void TreeGrower::FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* const* histograms,
                                 const std::uint64_t* node_keys, int count,
                                 const QuantizedGradients& gradients,
                                 const std::vector<std::uint8_t>& active, std::uint64_t seed) {
@@ -216,16 +198,14 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
   std::vector<std::vector<std::uint8_t>> tried(static_cast<std::size_t>(count));
   std::int64_t rows = 0;
   for (int at = 0; at < count; ++at) {
-    Leaf& leaf = *leaves[at];
-    leaf.best = Split{};
-    const bool splittable = (params_.max_depth <= 0 || leaf.depth < params_.max_depth) &&
-                            leaf.end - leaf.begin >= 2 * params_.min_data_in_leaf;
-    if (splittable) {
+    GrowingLeaf& leaf = *leaves[at];
+    leaf.best = LeafSplit{};
+    if (LeafSplittable(leaf, params_)) {
       tried[at] = NodeFeatures(active, seed, node_keys[at]);
       rows += leaf.end - leaf.begin;
     }
   }
-  std::vector<Split> candidates(static_cast<std::size_t>(count) * features);
+  std::vector<LeafSplit> candidates(static_cast<std::size_t>(count) * features);
   // The (leaf, feature) scans are independent; a parallel region pays off once the leaves
   // hold enough rows (small regions are costly when other fits share the cores).
   const int tasks = count * features;
@@ -235,7 +215,7 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
     const int feature = task % features;
     if (tried[at].empty() || !tried[at][feature]) continue;
     const HistogramBin* feature_histogram = histograms[at] + layout_.offsets[feature];
-    Split& candidate = candidates[task];
+    LeafSplit& candidate = candidates[task];
     if (mapper_.feature(feature).categorical) {
       ScanCategorical(feature, feature_histogram, leaves[at]->total, gradients, candidate);
     } else {
@@ -250,18 +230,13 @@ void TreeGrower::FindBestSplits(Leaf* const* leaves, const HistogramBin* const* 
                   candidate);
     }
   }
-  // Features in order, so ties go to the lowest feature whatever the thread count.
   for (int task = 0; task < tasks; ++task) {
-    Split& split = candidates[task];
-    Leaf& leaf = *leaves[task / features];
-    if (split.valid() && split.gain > params_.min_gain_to_split && split.gain > leaf.best.gain) {
-      leaf.best = std::move(split);
-    }
+    KeepBetterSplit(candidates[task], params_, *leaves[task / features]);
   }
 }
 
-void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t begin,
-                           std::int64_t end, std::int64_t& left_end) {
+std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std::int64_t begin,
+                                   std::int64_t end) {
   // Stable: left rows stay in front and right rows follow, each in their order. One pass per
   // chunk classifies its rows, compacting the left ones in place and writing the right ones to
   // the spare buffer at the chunk's own offsets; then the chunks' left blocks slide down into
@@ -319,8 +294,7 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
   if (chunks == 1) {
     const std::int64_t lefts = classify(begin, end);
     std::copy(spare + begin, spare + (end - lefts), order + begin + lefts);
-    left_end = begin + lefts;
-    return;
+    return begin + lefts;
   }
   std::vector<std::int64_t> lefts(static_cast<std::size_t>(chunks) + 1, 0);
   auto chunk_begin = [&](int chunk) { return begin + count * chunk / chunks; };
@@ -350,87 +324,51 @@ void TreeGrower::Partition(const Split& split, int missing_bin, std::int64_t beg
       std::copy(spare + first, spare + first + rights, order + destination);
     }
   }
-  left_end = begin + lefts[chunks];
+  return begin + lefts[chunks];
 }
 
-Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGradients& gradients,
-                      const std::vector<std::uint8_t>& active, std::uint64_t seed) {
-  const std::int64_t total_bins = layout_.total_bins();
-  // Leaf l's histogram lives in pool slot slot_of[l] (-1: none). The larger child takes over
-  // its parent's slot, so no histogram is copied. When the pool is full, the histogram of the
-  // leaf least likely to be split next (smallest best gain) is dropped; that leaf's children
-  // are then both built from rows. Histograms are exact either way, so the pool's size changes
-  // the time, never the tree.
-  std::vector<int> slot_of(1, 0);
-  std::vector<int> free_slots;
-  for (int at = max_slots_ - 1; at >= 1; --at) free_slots.push_back(at);
-  auto slot = [&](int leaf) {
-    return pool_.data() + static_cast<std::size_t>(slot_of[leaf]) * total_bins;
-  };
-  HistogramSource source;
-  source.bins = &bins_;
-  source.layout = &layout_;
-  source.profile = &profile_;
-  for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
-    if (!active[feature] || !profile_.splittable[feature]) continue;
-    (profile_.most_frequent[feature] >= 0 ? source.sparse_features : source.dense_features)
-        .push_back(feature);
-  }
-  if (rows != nullptr) {
-    order_ = *rows;
-  } else {
-    order_.resize(static_cast<std::size_t>(bins_.num_rows));
-    std::iota(order_.begin(), order_.end(), 0);
-  }
-  spare_.resize(order_.size());
-  std::vector<Leaf> leaves(1);
-  leaves[0].begin = 0;
-  leaves[0].end = static_cast<std::int64_t>(order_.size());
-  for (std::int32_t row : order_) leaves[0].total += gradients.pairs[row].Cell();
-  BuildHistogram(source, order_.data(), leaves[0].end, gradients.pairs, leaves[0].total, slot(0),
-                 scratch_, threads_);
-  std::uint64_t nodes_made = 0;
-  {
-    Leaf* root = &leaves[0];
-    const HistogramBin* histogram = slot(0);
-    const std::uint64_t key = nodes_made++;
-    FindBestSplits(&root, &histogram, &key, 1, gradients, active, seed);
-  }
-  Tree tree(0.0);
-  while (tree.num_leaves() < params_.num_leaves) {
-    int chosen = -1;
-    for (int leaf = 0; leaf < static_cast<int>(leaves.size()); ++leaf) {
-      if (leaves[leaf].best.valid() &&
-          (chosen < 0 || leaves[leaf].best.gain > leaves[chosen].best.gain)) {
-        chosen = leaf;
-      }
-    }
-    if (chosen < 0) break;
-    Split split = std::move(leaves[chosen].best);
-    leaves[chosen].best = Split{};
-    const FeatureBins& feature_bins = mapper_.feature(split.feature);
-    TreeNode node;
-    node.feature = split.feature;
-    node.categorical = split.categorical;
-    node.default_left = split.default_left;
-    node.threshold_bin = static_cast<std::uint16_t>(split.threshold_bin);
-    node.missing_bin = static_cast<std::uint16_t>(feature_bins.missing_bin());
-    node.gain = split.gain;
-    if (!split.categorical) node.threshold = feature_bins.upper_bounds[split.threshold_bin];
-    const int new_leaf = tree.SplitLeaf(chosen, node, split.left_bins);
+// The CPU's data work for the shared loop. Leaf l's histogram lives in pool slot slot_of[l]
+// (-1: none). The larger child takes over its parent's slot, so no histogram is copied. When
+// the pool is full, the histogram of the leaf least likely to be split next (smallest best
+// gain) is dropped; that leaf's children are then both built from rows. Histograms are exact
+// either way, so the pool's size changes the time, never the tree.
+struct CpuGrowerOps {
+  CpuGrowerOps(TreeGrower& grower_, const QuantizedGradients& gradients_,
+               const std::vector<std::uint8_t>& active_, std::uint64_t seed_)
+      : grower(grower_), gradients(gradients_), active(active_), seed(seed_) {}
 
-    Leaf& parent = leaves[chosen];
-    std::int64_t left_end = 0;
-    Partition(split, node.missing_bin, parent.begin, parent.end, left_end);
-    Leaf right;
-    right.begin = left_end;
-    right.end = parent.end;
-    right.depth = parent.depth + 1;
-    right.total = parent.total - split.left;
-    parent.end = left_end;
-    parent.depth += 1;
-    parent.total = split.left;
-    const bool left_smaller = parent.end - parent.begin <= right.end - right.begin;
+  TreeGrower& grower;
+  const QuantizedGradients& gradients;
+  const std::vector<std::uint8_t>& active;
+  std::uint64_t seed;
+  HistogramSource source;
+  std::vector<int> slot_of = std::vector<int>(1, 0);
+  std::vector<int> free_slots;
+
+  HistogramBin* slot(int leaf) {
+    return grower.pool_.data() +
+           static_cast<std::size_t>(slot_of[leaf]) * grower.layout_.total_bins();
+  }
+  std::int64_t RowCount() const { return static_cast<std::int64_t>(grower.order_.size()); }
+  HistogramBin Start() {
+    for (int at = grower.max_slots_ - 1; at >= 1; --at) free_slots.push_back(at);
+    HistogramBin total;
+    for (std::int32_t row : grower.order_) total += gradients.pairs[row].Cell();
+    BuildHistogram(source, grower.order_.data(), RowCount(), gradients.pairs, total, slot(0),
+                   grower.scratch_, grower.threads_);
+    return total;
+  }
+  void FindBestSplits(GrowingLeaf* const* leaves, const int* ids, const std::uint64_t* keys,
+                      int count) {
+    const HistogramBin* histograms[2] = {slot(ids[0]), count > 1 ? slot(ids[1]) : nullptr};
+    grower.FindBestSplits(leaves, histograms, keys, count, gradients, active, seed);
+  }
+  std::int64_t Partition(const LeafSplit& split, int missing_bin, std::int64_t begin,
+                         std::int64_t end) {
+    return grower.Partition(split, missing_bin, begin, end);
+  }
+  void ChildHistograms(int chosen, int new_leaf, bool left_smaller,
+                       const std::vector<GrowingLeaf>& leaves) {
     slot_of.push_back(-1);  // the new (right) leaf
     auto acquire = [&]() {
       if (free_slots.empty()) {
@@ -439,7 +377,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
           if (leaf == chosen || leaf == new_leaf || slot_of[leaf] < 0) continue;
           if (victim < 0 || leaves[leaf].best.gain < leaves[victim].best.gain) victim = leaf;
         }
-        TFG_CHECK(victim >= 0, "histogram pool of {} slots has none to free", max_slots_);
+        TFG_CHECK(victim >= 0, "histogram pool of {} slots has none to free", grower.max_slots_);
         free_slots.push_back(slot_of[victim]);
         slot_of[victim] = -1;
       }
@@ -449,8 +387,9 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
     };
     const int smaller_leaf = left_smaller ? chosen : new_leaf;
     const int larger_leaf = left_smaller ? new_leaf : chosen;
-    const Leaf& smaller = left_smaller ? parent : right;
-    const Leaf& larger = left_smaller ? right : parent;
+    const GrowingLeaf& smaller = leaves[smaller_leaf];
+    const GrowingLeaf& larger = leaves[larger_leaf];
+    const std::int32_t* order = grower.order_.data();
     const int parent_slot = slot_of[chosen];
     slot_of[chosen] = -1;
     if (parent_slot >= 0) {
@@ -458,31 +397,46 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
       // becomes the parent's minus the smaller's.
       slot_of[larger_leaf] = parent_slot;
       slot_of[smaller_leaf] = acquire();
-      BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
-                     gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
-      SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf), total_bins);
+      BuildHistogram(source, order + smaller.begin, smaller.end - smaller.begin, gradients.pairs,
+                     smaller.total, slot(smaller_leaf), grower.scratch_, grower.threads_);
+      SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf),
+                        grower.layout_.total_bins());
     } else {
       slot_of[smaller_leaf] = acquire();
       slot_of[larger_leaf] = acquire();
-      BuildHistogram(source, order_.data() + smaller.begin, smaller.end - smaller.begin,
-                     gradients.pairs, smaller.total, slot(smaller_leaf), scratch_, threads_);
-      BuildHistogram(source, order_.data() + larger.begin, larger.end - larger.begin,
-                     gradients.pairs, larger.total, slot(larger_leaf), scratch_, threads_);
-    }
-    leaves.push_back(right);
-    Leaf* children[2] = {&leaves[chosen], &leaves[new_leaf]};
-    const HistogramBin* histograms[2] = {slot(chosen), slot(new_leaf)};
-    const std::uint64_t keys[2] = {nodes_made, nodes_made + 1};
-    nodes_made += 2;
-    FindBestSplits(children, histograms, keys, 2, gradients, active, seed);
-    // A leaf that cannot split never needs its histogram again.
-    for (int leaf : {chosen, new_leaf}) {
-      if (!leaves[leaf].best.valid()) {
-        free_slots.push_back(slot_of[leaf]);
-        slot_of[leaf] = -1;
-      }
+      BuildHistogram(source, order + smaller.begin, smaller.end - smaller.begin, gradients.pairs,
+                     smaller.total, slot(smaller_leaf), grower.scratch_, grower.threads_);
+      BuildHistogram(source, order + larger.begin, larger.end - larger.begin, gradients.pairs,
+                     larger.total, slot(larger_leaf), grower.scratch_, grower.threads_);
     }
   }
+  void Release(int leaf) {
+    free_slots.push_back(slot_of[leaf]);
+    slot_of[leaf] = -1;
+  }
+};
+
+Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGradients& gradients,
+                      const std::vector<std::uint8_t>& active, std::uint64_t seed) {
+  CpuGrowerOps ops(*this, gradients, active, seed);
+  ops.source.bins = &bins_;
+  ops.source.layout = &layout_;
+  ops.source.profile = &profile_;
+  for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
+    if (!active[feature] || !profile_.splittable[feature]) continue;
+    (profile_.most_frequent[feature] >= 0 ? ops.source.sparse_features
+                                          : ops.source.dense_features)
+        .push_back(feature);
+  }
+  if (rows != nullptr) {
+    order_ = *rows;
+  } else {
+    order_.resize(static_cast<std::size_t>(bins_.num_rows));
+    std::iota(order_.begin(), order_.end(), 0);
+  }
+  spare_.resize(order_.size());
+  std::vector<GrowingLeaf> leaves;
+  Tree tree = GrowLeafWise(ops, params_, mapper_, leaves);
 
   // Leaf values from the exact gradients, summed in fixed point so the sum does not depend on
   // the order of the rows; the hessian sums are exact already.

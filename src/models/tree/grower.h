@@ -16,6 +16,9 @@
 
 namespace tabforge::tree {
 
+struct LeafSplit;
+struct GrowingLeaf;
+
 struct GrowerParams {
   int num_leaves = 31;                    // leaves per tree, at most
   int max_depth = -1;                     // depth limit; <= 0 means none
@@ -70,29 +73,28 @@ class TreeGrower {
   }
 
  private:
-  struct Split;
-  struct Leaf;
+  friend struct CpuGrowerOps;
   // The features a node may split on: `active`, thinned by feature_fraction_bynode.
   std::vector<std::uint8_t> NodeFeatures(const std::vector<std::uint8_t>& active,
                                          std::uint64_t seed, std::uint64_t node_key) const;
   // Sets each leaf's best split from its histogram (node keys drive node-level sampling).
-  void FindBestSplits(Leaf* const* leaves, const HistogramBin* const* histograms,
+  void FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* const* histograms,
                       const std::uint64_t* node_keys, int count,
                       const QuantizedGradients& gradients, const std::vector<std::uint8_t>& active,
                       std::uint64_t seed);
   // `only_threshold` >= 0 limits the scan to that threshold bin (extremely randomized trees).
   void ScanNumeric(int feature, const HistogramBin* histogram, const HistogramBin& total,
-                   const QuantizedGradients& gradients, int only_threshold, Split& best) const;
+                   const QuantizedGradients& gradients, int only_threshold, LeafSplit& best) const;
   void ScanCategorical(int feature, const HistogramBin* histogram, const HistogramBin& total,
-                       const QuantizedGradients& gradients, Split& best) const;
+                       const QuantizedGradients& gradients, LeafSplit& best) const;
 
   const BinMatrix& bins_;
   const BinMapper& mapper_;
   GrowerParams params_;
   int threads_;
   HistogramLayout layout_;
-  void Partition(const Split& split, int missing_bin, std::int64_t begin, std::int64_t end,
-                 std::int64_t& left_end);
+  std::int64_t Partition(const LeafSplit& split, int missing_bin, std::int64_t begin,
+                         std::int64_t end);
 
   int max_slots_ = 2;                // histograms the pool holds
   std::vector<HistogramBin> pool_;   // max_slots_ histograms, reused across trees
