@@ -1,7 +1,7 @@
 // GBM benchmark on a train/test pair of CSV files, one CSV file split at random, or generated
 // data.
 //   gbm_bench --train FILE --test FILE --label COL [--params JSON] [--threads N]
-//             [--valid-fraction F] [--device cpu]
+//             [--valid-fraction F] [--device cpu|cuda]
 //   gbm_bench --data FILE --label COL [--test-fraction F] [--split-seed S] ...
 //             (row r is a test row when RandomUniform(S, "test" stream, r) < F; default 0.2, 0)
 //   gbm_bench --synthetic ROWS,FEATURES,SEED [--write-data DIR] [--params JSON] ...
@@ -206,12 +206,13 @@ int main(int argc, char** argv) {
                    "usage: gbm_bench (--train FILE --test FILE --label COL | --data FILE --label "
                    "COL [--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED "
                    "[--write-data DIR]) [--params JSON] [--threads N] [--valid-fraction F] "
-                   "[--device cpu]\n");
+                   "[--device cpu|cuda]\n");
       return 2;
     }
-    if (const std::string device = ArgValue(argc, argv, "--device", "cpu"); device != "cpu") {
-      throw InvalidInput(fmt::format(
-          "--device {}: this benchmark trains on the CPU; the valid value is cpu", device));
+    const std::string device = ArgValue(argc, argv, "--device", "cpu");
+    if (device != "cpu" && device != "cuda") {
+      throw InvalidInput(
+          fmt::format("--device {}: the valid values are cpu and cuda", device));
     }
     const std::string params_json = ArgValue(argc, argv, "--params", "{}");
     const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));
@@ -240,6 +241,7 @@ int main(int argc, char** argv) {
       params.objective = "regression";
     }
     params.num_class = std::max(classes, 1);
+    params.device = device;
     params.Validate();
 
     // Row lists only with a validation split, so the benchmark holds nothing per row beside
@@ -296,13 +298,15 @@ int main(int argc, char** argv) {
         (3 * (model.report().bin_matrix_bytes + 16 * fit.num_rows)) / 2 + raw_feature_bytes +
         raw_label_bytes;
     fmt::print(
-        "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"cpu\"{},"
-        "\"bin_seconds\":{:.4f},\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
+        "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"{}\","
+        "\"device_note\":\"{}\"{},\"bin_seconds\":{:.4f},\"upload_seconds\":{:.4f},"
+        "\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
         "\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{},\"raw_data_bytes\":{},"
         "\"raw_label_bytes\":{},\"bin_matrix_bytes\":{},\"memory_bar_bytes\":{},"
         "\"model_bytes\":{},\"model_sha256\":\"{}\"}}\n",
-        problem.dataset, fit.num_rows, params_json, threads, metric_json,
-        model.report().bin_seconds, model.report().train_seconds, predict_seconds,
+        problem.dataset, fit.num_rows, params_json, threads, model.report().device,
+        model.report().device_note, metric_json, model.report().bin_seconds,
+        model.report().upload_seconds, model.report().train_seconds, predict_seconds,
         model.report().iterations, model.report().stop_reason,
         static_cast<long long>(usage.ru_maxrss) * 1024, raw_feature_bytes, raw_label_bytes,
         model.report().bin_matrix_bytes, memory_bar_bytes, model_bytes.size(),

@@ -21,7 +21,8 @@ if(TABFORGE_WITH_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES "75;80;86;89;90")
   endif()
   enable_language(CUDA)
-  # CMake 3.25 does not know nvcc's C++20 flag; device code is C++17.
+  # CMake 3.25 does not know nvcc's C++20 flag: kernels (.cu) are C++17 and include only
+  # headers of that dialect; the host side of the CUDA backend is C++20 .cc files calling them.
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)
@@ -29,3 +30,12 @@ if(TABFORGE_WITH_CUDA)
 else()
   message(STATUS "tabforge: CUDA backend OFF (CPU-only build)")
 endif()
+
+# tabforge_cuda_target(target): flags of targets with kernels. Multiplies are never fused into
+# adds (-fmad=false), so device arithmetic rounds as the host's does and the CUDA backend
+# computes the CPU's bits (see core/portable_math.h).
+function(tabforge_cuda_target target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false --expt-relaxed-constexpr -Xcudafe --diag_suppress=20012>)
+  target_link_libraries(${target} PRIVATE tabforge_device)
+endfunction()

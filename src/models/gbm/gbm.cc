@@ -10,14 +10,13 @@
 #include "core/serialize.h"
 #include "data/source.h"
 #include "metrics/metric.h"
+#include "models/gbm/gbm_rounds.h"
 #include "models/tree/grower.h"
 
 namespace tabforge::gbm {
 namespace {
 
-constexpr std::uint64_t kBagStream = 0x626167;            // "bag"
 constexpr std::uint64_t kTreeFeatureStream = 0x74726565;  // "tree"
-constexpr std::uint64_t kQuantizeStream = 0x7175616e;     // "quan"
 // Per-row loops shorter than this run on one thread: a parallel region costs more than the
 // loop, above all when other fits share the cores.
 constexpr std::int64_t kParallelRows = 20000;
@@ -77,7 +76,150 @@ double RenewalQuantile(const GbmParams& params) {
   return -1;
 }
 
-// Features kept for one tree: the ceil(fraction * F) with the smallest keys of (seed, round).
+// The CPU's rounds: gradients in parallel over rows, trees from the shared grower, scores
+// updated from the grower's row groups.
+class CpuRoundTrainer final : public RoundTrainer {
+ public:
+  explicit CpuRoundTrainer(const RoundSetup& setup)
+      : setup_(setup),
+        params_(*setup.params),
+        rows_(setup.bins->num_rows),
+        outputs_(setup.outputs),
+        grower_(*setup.bins, *setup.mapper, setup.grower, setup.threads),
+        scores_(static_cast<std::size_t>(rows_ * outputs_)),
+        gradients_(static_cast<std::size_t>(rows_ * outputs_)),
+        pairs_(static_cast<std::size_t>(rows_)),
+        hessians_(outputs_ > 1 ? gradients_.size() : 0),
+        in_bag_(setup.bagging ? static_cast<std::size_t>(rows_) : 0, 1) {
+    // Training scores are floats (as XGBoost keeps its prediction cache): each update rounds
+    // once, score + leaf value in double, so 4 bytes per row and output suffice.
+    for (std::int64_t row = 0; row < rows_; ++row) {
+      for (int k = 0; k < outputs_; ++k) {
+        scores_[row * outputs_ + k] = static_cast<float>(setup_.init_score[k]);
+      }
+    }
+  }
+
+  void TrainRound(int round, std::vector<tree::Tree>& trees) override {
+    const int threads = setup_.threads;
+    const std::int64_t rows = rows_;
+    const int outputs = outputs_;
+    const std::span<const double> labels = setup_.labels;
+    if (setup_.bagging && round % params_.bagging_freq == 0) {
+      bag_.clear();
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const bool keep = RandomUniform(params_.seed, kBagStream + std::uint64_t(round), row) <
+                          params_.bagging_fraction;
+        in_bag_[row] = keep;
+        if (keep) bag_.push_back(static_cast<std::int32_t>(row));
+      }
+    }
+    // Gradients (output-major: output k's are [k * rows, (k + 1) * rows)) and fixed-point
+    // hessians of the objective at the current scores, with the largest |gradient| of each
+    // output (single output: found in the same pass). Multiclass keeps every class's fixed
+    // hessians for the round; a single output writes them straight into the row pairs.
+    double max_gradient = 0;
+    const RowGradientParams& objective = setup_.objective;
+#pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
+    {
+      std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
+#pragma omp for schedule(static) reduction(max : max_gradient)
+      for (std::int64_t row = 0; row < rows; ++row) {
+        const double w = setup_.weights.empty() ? 1.0 : setup_.weights[row];
+        if (outputs > 1) {
+          RowGradients(objective, scores_.data() + row * outputs, labels[row], w,
+                       gradients_.data() + row, hessians_.data() + row, rows, exps.data());
+        } else {
+          RowGradients(objective, scores_.data() + row, labels[row], w, gradients_.data() + row,
+                       &pairs_[row].hessian, rows, nullptr);
+          max_gradient = std::max(max_gradient, std::fabs(double(gradients_[row])));
+        }
+      }
+    }
+    const std::vector<std::uint8_t> active = SampleTreeFeatures(
+        setup_.mapper->num_features(), params_.feature_fraction, params_.seed, round);
+    for (int k = 0; k < outputs; ++k) {
+      const float* class_gradient = gradients_.data() + k * rows;
+      if (outputs > 1) {
+        max_gradient = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
+    reduction(max                                                                         \
+              : max_gradient)
+        for (std::int64_t row = 0; row < rows; ++row) {
+          max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
+        }
+      }
+      // Quantize the gradients with stochastic rounding keyed by (seed, round and output,
+      // row) to integers in [-level, level].
+      tree::QuantizedGradients quantized;
+      quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(setup_.level) : 1.0;
+      quantized.hessian_scale = 1.0 / objective.hessian_fixed;
+      const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
+      const std::uint32_t* class_hessian = hessians_.data() + k * rows;
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
+      for (std::int64_t row = 0; row < rows; ++row) {
+        pairs_[row].gradient = QuantizeGradient(class_gradient[row], quantized.gradient_scale,
+                                                setup_.level, params_.seed, stream, row);
+        if (outputs > 1) pairs_[row].hessian = class_hessian[row];
+      }
+      quantized.pairs = pairs_.data();
+      quantized.exact_gradients = class_gradient;
+      quantized.max_abs_gradient = max_gradient;
+      tree::Tree tree = grower_.Grow(setup_.bagging ? &bag_ : nullptr, quantized, active,
+                                     params_.seed ^ (std::uint64_t(round) * outputs + k));
+      const int num_leaves = tree.num_leaves();
+      if (const double quantile = RenewalQuantile(params_); quantile > 0) {
+        // L1 and quantile leaves take the (weighted) quantile of their rows' residuals, as
+        // LightGBM renews them; Newton steps on a constant hessian would move too little.
+        for (int leaf = 0; leaf < num_leaves; ++leaf) {
+          std::vector<std::pair<double, double>> residuals;
+          for (std::int32_t row : grower_.LeafRows(leaf)) {
+            residuals.push_back({labels[row] - scores_[row],
+                                 setup_.weights.empty() ? 1.0 : setup_.weights[row]});
+          }
+          if (!residuals.empty()) tree.leaf_values()[leaf] = WeightedQuantile(residuals, quantile);
+        }
+      }
+      for (double& value : tree.leaf_values()) value *= params_.learning_rate;
+      const std::vector<double>& leaf_values = tree.leaf_values();
+      // Bagged rows take their leaf's value from the grower's row groups; the rest are routed
+      // through the tree by their bins.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (rows >= kParallelRows)
+      for (int leaf = 0; leaf < num_leaves; ++leaf) {
+        for (std::int32_t row : grower_.LeafRows(leaf)) {
+          float& score = scores_[static_cast<std::int64_t>(row) * outputs + k];
+          score = AddToScore(score, leaf_values[leaf]);
+        }
+      }
+      if (setup_.bagging) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
+        for (std::int64_t row = 0; row < rows; ++row) {
+          if (!in_bag_[row]) {
+            float& score = scores_[row * outputs + k];
+            score = AddToScore(score, leaf_values[tree.LeafOfBins(*setup_.bins, row)]);
+          }
+        }
+      }
+      trees.push_back(std::move(tree));
+    }
+  }
+
+ private:
+  const RoundSetup& setup_;
+  const GbmParams& params_;
+  std::int64_t rows_;
+  int outputs_;
+  tree::TreeGrower grower_;
+  std::vector<float> scores_;
+  std::vector<float> gradients_;  // exact gradients, output-major
+  std::vector<tree::GradientPair> pairs_;
+  std::vector<std::uint32_t> hessians_;  // multiclass: fixed hessians, output-major
+  std::vector<std::int32_t> bag_;        // the round's rows when bagging
+  std::vector<std::uint8_t> in_bag_;
+};
+
+}  // namespace
+
 std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std::uint64_t seed,
                                              int round) {
   std::vector<std::uint8_t> active(static_cast<std::size_t>(features), 1);
@@ -94,7 +236,9 @@ std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std:
   return active;
 }
 
-}  // namespace
+std::unique_ptr<RoundTrainer> MakeCpuRoundTrainer(const RoundSetup& setup) {
+  return std::make_unique<CpuRoundTrainer>(setup);
+}
 
 GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const double> labels,
                        std::span<const double> weights, const features::FeatureMatrix* valid,
@@ -194,14 +338,6 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     model.init_score_[0] = WeightedQuantile(values, quantile);
   }
 
-  // Training scores are floats (as XGBoost keeps its prediction cache): each update rounds
-  // once, score + leaf value in double, so 4 bytes per row and output suffice.
-  std::vector<float> scores(static_cast<std::size_t>(rows * outputs));
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (int k = 0; k < outputs; ++k) {
-      scores[row * outputs + k] = static_cast<float>(model.init_score_[k]);
-    }
-  }
   std::vector<double> valid_scores;
   std::string metric_name = params.metric;
   if (metric_name.empty()) {
@@ -219,7 +355,17 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     }
   }
 
-  tree::GrowerParams grower_params;
+  RoundSetup setup;
+  setup.params = &params;
+  setup.bins = &bins;
+  setup.mapper = &model.mapper_;
+  setup.labels = labels;
+  if (!unit_weights) setup.weights = weight_storage;
+  setup.init_score = model.init_score_;
+  setup.outputs = outputs;
+  setup.threads = threads;
+  setup.bagging = params.bagging_freq > 0 && params.bagging_fraction < 1.0;
+  tree::GrowerParams& grower_params = setup.grower;
   grower_params.num_leaves = params.num_leaves;
   grower_params.max_depth = params.max_depth;
   grower_params.min_data_in_leaf = params.min_data_in_leaf;
@@ -240,184 +386,77 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
       params.histogram_pool_size > 0
           ? static_cast<std::int64_t>(params.histogram_pool_size * 1048576.0)
           : std::max<std::int64_t>(std::int64_t(4) << 20, model.report_.bin_matrix_bytes / 8);
-  tree::TreeGrower grower(bins, model.mapper_, grower_params, threads);
 
-  // Exact gradients (output-major: output k's are [k * rows, (k + 1) * rows)) and each row's
-  // histogram pair. The hessians go straight to fixed point on a scale set by their bound
-  // (hessians of these objectives are at most a known multiple of the largest row weight), so
-  // no float copy of them is kept; multiclass keeps every class's fixed hessians for the round.
-  std::vector<float> gradients(static_cast<std::size_t>(rows * outputs));
-  std::vector<tree::GradientPair> pairs(static_cast<std::size_t>(rows));
-  std::vector<std::uint32_t> class_hessians(outputs > 1 ? gradients.size() : 0);
-  const bool bagging = params.bagging_freq > 0 && params.bagging_fraction < 1.0;
-  std::vector<std::int32_t> bag;  // the round's rows when bagging (else every row)
-  std::vector<std::uint8_t> in_bag(bagging ? static_cast<std::size_t>(rows) : 0, 1);
+  // The hessians go straight to fixed point on a scale set by their bound (hessians of these
+  // objectives are at most a known multiple of the largest row weight).
   double max_weight = 1;
   if (!unit_weights) max_weight = *std::max_element(weight_storage.begin(), weight_storage.end());
-  const double softmax_factor = outputs > 1 ? double(outputs) / double(outputs - 1) : 1.0;
+  RowGradientParams& objective = setup.objective;
+  objective.kind = params.objective == "binary"          ? ObjectiveKind::kBinary
+                   : params.objective == "multiclass"    ? ObjectiveKind::kMulticlass
+                   : params.objective == "regression_l1" ? ObjectiveKind::kL1
+                   : params.objective == "huber"         ? ObjectiveKind::kHuber
+                   : params.objective == "quantile"      ? ObjectiveKind::kQuantile
+                                                         : ObjectiveKind::kL2;
+  objective.alpha = params.alpha;
+  objective.outputs = outputs;
+  objective.softmax_factor = outputs > 1 ? double(outputs) / double(outputs - 1) : 1.0;
   const double hessian_bound =
       max_weight * (params.objective == "binary"       ? 0.25
-                    : params.objective == "multiclass" ? 0.25 * softmax_factor
+                    : params.objective == "multiclass" ? 0.25 * objective.softmax_factor
                                                        : 1.0);
-  const double hessian_fixed = tree::RowHessianScale(hessian_bound);
-  auto fixed_hessian = [hessian_fixed](double hessian) {
-    return static_cast<std::uint32_t>(
-        std::min<std::int64_t>(std::llround(hessian * hessian_fixed), 4294967295LL));
-  };
-  double best_score = 0;
-  int best_round = 0;
-  int rounds_without_gain = 0;
-  model.report_.stop_reason = "num_iterations reached";
+  objective.hessian_fixed = tree::RowHessianScale(hessian_bound);
 
   // Gradients are quantized to integers in [-level, level]: num_grad_quant_bins levels, or
   // without quantized training the finest the packed histogram sums hold exactly.
   const std::int64_t finest = tree::MaxGradientLevel(rows);
-  const std::int64_t level = params.use_quantized_grad
-                                 ? params.num_grad_quant_bins / 2
-                                 : std::min<std::int64_t>(finest, std::int64_t(1) << 20);
-  if (level > finest) {
+  setup.level = params.use_quantized_grad ? params.num_grad_quant_bins / 2
+                                          : std::min<std::int64_t>(finest, std::int64_t(1) << 20);
+  if (setup.level > finest) {
     throw InvalidInput(fmt::format(
         "num_grad_quant_bins {} is too many for {} training rows: gradient sums would overflow "
         "the histogram cells; use at most {}",
         params.num_grad_quant_bins, rows, 2 * finest));
   }
-  const bool objective_binary = params.objective == "binary";
-  const bool objective_regression = IsRegressionObjective(params.objective);
-  const bool objective_l1 = params.objective == "regression_l1";
-  const bool objective_huber = params.objective == "huber";
-  const bool objective_quantile = params.objective == "quantile";
+
+  std::unique_ptr<RoundTrainer> trainer;
+  Stopwatch upload_watch;
+  if (params.device != "cpu") {
+    std::string why;
+    trainer =
+        MakeCudaRoundTrainer(setup, why, model.report_.device, model.report_.device_bytes);
+    if (trainer == nullptr) {
+      model.report_.device = "cpu";
+      model.report_.device_note = "CUDA not used: " + why + "; trained on the CPU";
+    }
+  }
+  if (trainer == nullptr) {
+    trainer = MakeCpuRoundTrainer(setup);
+  } else {
+    model.report_.upload_seconds = upload_watch.Seconds();
+  }
+
+  double best_score = 0;
+  int best_round = 0;
+  int rounds_without_gain = 0;
+  model.report_.stop_reason = "num_iterations reached";
   for (int round = 0; round < params.num_iterations; ++round) {
     if (deadline.Expired()) {
       model.report_.stop_reason = "deadline";
       break;
     }
-    if (bagging && round % params.bagging_freq == 0) {
-      bag.clear();
-      for (std::int64_t row = 0; row < rows; ++row) {
-        const bool keep = RandomUniform(params.seed, kBagStream + std::uint64_t(round), row) <
-                          params.bagging_fraction;
-        in_bag[row] = keep;
-        if (keep) bag.push_back(static_cast<std::int32_t>(row));
-      }
-    }
-    // Gradients and fixed-point hessians of the objective at the current scores, with the
-    // largest |gradient| of each output (single output: found in the same pass).
-    double max_gradient = 0;
-#pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
-    {
-      std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
-#pragma omp for schedule(static) reduction(max : max_gradient)
-      for (std::int64_t row = 0; row < rows; ++row) {
-        const double w = weight(row);
-        const float* s = scores.data() + row * outputs;
-        if (objective_binary) {
-          const double p = Sigmoid(s[0]);
-          gradients[row] = static_cast<float>((p - labels[row]) * w);
-          pairs[row].hessian = fixed_hessian(std::max(p * (1 - p), 1e-16) * w);
-          max_gradient = std::max(max_gradient, std::fabs(double(gradients[row])));
-        } else if (objective_regression) {
-          const double residual = s[0] - labels[row];
-          double gradient = residual;  // L2
-          if (objective_l1) {
-            gradient = residual > 0 ? 1.0 : residual < 0 ? -1.0 : 0.0;
-          } else if (objective_huber) {
-            gradient = std::clamp(residual, -params.alpha, params.alpha);
-          } else if (objective_quantile) {
-            gradient = residual < 0 ? -params.alpha : 1.0 - params.alpha;
-          }
-          gradients[row] = static_cast<float>(gradient * w);
-          pairs[row].hessian = fixed_hessian(w);
-          max_gradient = std::max(max_gradient, std::fabs(double(gradients[row])));
-        } else {
-          const double largest = *std::max_element(s, s + outputs);
-          double total = 0;
-          for (int k = 0; k < outputs; ++k) {
-            exps[k] = std::exp(s[k] - largest);
-            total += exps[k];
-          }
-          for (int k = 0; k < outputs; ++k) {
-            const double p = exps[k] / total;
-            const double y = labels[row] == k ? 1.0 : 0.0;
-            gradients[k * rows + row] = static_cast<float>((p - y) * w);
-            class_hessians[k * rows + row] =
-                fixed_hessian(std::max(softmax_factor * p * (1 - p), 1e-16) * w);
-          }
-        }
-      }
-    }
-    const std::vector<std::uint8_t> active = SampleTreeFeatures(
-        model.mapper_.num_features(), params.feature_fraction, params.seed, round);
-    for (int k = 0; k < outputs; ++k) {
-      const float* class_gradient = gradients.data() + k * rows;
-      if (outputs > 1) {
-        max_gradient = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows) \
-    reduction(max                                                                         \
-              : max_gradient)
-        for (std::int64_t row = 0; row < rows; ++row) {
-          max_gradient = std::max(max_gradient, std::fabs(double(class_gradient[row])));
-        }
-      }
-      // Quantize the gradients with stochastic rounding keyed by (seed, round and output,
-      // row) to integers in [-level, level].
-      tree::QuantizedGradients quantized;
-      quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
-      quantized.hessian_scale = 1.0 / hessian_fixed;
-      const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
-      const std::uint32_t* class_hessian = class_hessians.data() + k * rows;
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
-      for (std::int64_t row = 0; row < rows; ++row) {
-        const double g = class_gradient[row] / quantized.gradient_scale;
-        const auto q =
-            static_cast<std::int64_t>(std::floor(g + RandomUniform(params.seed, stream, row)));
-        pairs[row].gradient = static_cast<std::int32_t>(std::clamp<std::int64_t>(q, -level, level));
-        if (outputs > 1) pairs[row].hessian = class_hessian[row];
-      }
-      quantized.pairs = pairs.data();
-      quantized.exact_gradients = class_gradient;
-      quantized.max_abs_gradient = max_gradient;
-      tree::Tree tree = grower.Grow(bagging ? &bag : nullptr, quantized, active,
-                                    params.seed ^ (std::uint64_t(round) * outputs + k));
-      const int num_leaves = tree.num_leaves();
-      if (const double quantile = RenewalQuantile(params); quantile > 0) {
-        // L1 and quantile leaves take the (weighted) quantile of their rows' residuals, as
-        // LightGBM renews them; Newton steps on a constant hessian would move too little.
-        for (int leaf = 0; leaf < num_leaves; ++leaf) {
-          std::vector<std::pair<double, double>> residuals;
-          for (std::int32_t row : grower.LeafRows(leaf)) {
-            residuals.push_back({labels[row] - scores[row], weight(row)});
-          }
-          if (!residuals.empty()) tree.leaf_values()[leaf] = WeightedQuantile(residuals, quantile);
-        }
-      }
-      for (double& value : tree.leaf_values()) value *= params.learning_rate;
-      const std::vector<double>& leaf_values = tree.leaf_values();
-      // Bagged rows take their leaf's value from the grower's row groups; the rest are routed
-      // through the tree by their bins.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (rows >= kParallelRows)
-      for (int leaf = 0; leaf < num_leaves; ++leaf) {
-        for (std::int32_t row : grower.LeafRows(leaf)) {
-          float& score = scores[static_cast<std::int64_t>(row) * outputs + k];
-          score = static_cast<float>(score + leaf_values[leaf]);
-        }
-      }
-      if (bagging) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
-        for (std::int64_t row = 0; row < rows; ++row) {
-          if (!in_bag[row]) {
-            float& score = scores[row * outputs + k];
-            score = static_cast<float>(score + leaf_values[tree.LeafOfBins(bins, row)]);
-          }
-        }
-      }
-      if (validating) {
+    const std::size_t first = model.trees_.size();
+    trainer->TrainRound(round, model.trees_);
+    if (validating) {
+      for (int k = 0; k < outputs; ++k) {
+        const tree::Tree& tree = model.trees_[first + k];
+        const std::vector<double>& leaf_values = tree.leaf_values();
 #pragma omp parallel for num_threads(threads) schedule(static) if (valid->num_rows >= kParallelRows)
         for (std::int64_t row = 0; row < valid->num_rows; ++row) {
           valid_scores[row * outputs + k] +=
               leaf_values[tree.LeafOfRow(*valid, model.mapper_, row)];
         }
       }
-      model.trees_.push_back(std::move(tree));
     }
     // A round whose trees have a non-finite leaf value (possible only without a leaf cap, when
     // Newton steps divide by vanishing hessians) is dropped; checking leaves, not every score,
@@ -460,7 +499,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
     model.report_.best_score = best_score;
   }
   model.report_.iterations = static_cast<int>(model.trees_.size()) / outputs;
-  model.report_.train_seconds = watch.Seconds();
+  model.report_.train_seconds = watch.Seconds() - model.report_.upload_seconds;
   model.forest_.Build(model.trees_, model.mapper_);
   return model;
 }

@@ -73,6 +73,12 @@ struct GbmParams {
   std::string metric;  // early-stopping metric (src/metrics name); "" = the
                        // objective's loss (log_loss or root_mean_squared_error)
   std::uint64_t seed = 0;
+  // Where the rounds run: "cpu", or "cuda" (also "gpu"): the CUDA backend, which grows the same
+  // trees (byte-identical model files); without a usable GPU the fit runs on the CPU and the
+  // report says why (FitReport::device_note).
+  std::string device = "cpu";
+  int gpu_device_id = 0;             // CUDA device ordinal
+  double gpu_memory_fraction = 0.9;  // of the device's free memory, the most the fit may take
 
   // Throws InvalidInput naming the parameter and its valid range.
   void Validate() const;
@@ -95,8 +101,12 @@ struct FitReport {
                             // "diverged" (a round gave non-finite leaf values; it is dropped)
   double best_score = 0;    // validation score at the kept iteration (when validated)
   double bin_seconds = 0;
+  double upload_seconds = 0;  // CUDA: moving the bins and rows to the device (not in train)
   double train_seconds = 0;
   std::int64_t bin_matrix_bytes = 0;  // the binned training rows
+  std::string device = "cpu";         // where the rounds ran: "cpu" or "cuda:ID NAME"
+  std::string device_note;            // when CUDA was asked for but not used: why
+  std::int64_t device_bytes = 0;      // device memory the fit reserved (CUDA)
 };
 
 class GbmModel {

@@ -73,6 +73,14 @@ void GbmParams::Validate() const {
   if (early_stopping_round < -1)
     OutOfRange("early_stopping_round", early_stopping_round,
                "at least 0 (0 = off), or -1 for AutoGluon's adaptive patience");
+  if (device != "cpu" && device != "cuda" && device != "gpu") {
+    throw InvalidInput(fmt::format(
+        "GBM parameter device = '{}' is not supported: use cpu or cuda (gpu is taken as cuda)",
+        device));
+  }
+  if (gpu_device_id < 0) OutOfRange("gpu_device_id", gpu_device_id, "at least 0");
+  if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1))
+    OutOfRange("gpu_memory_fraction", gpu_memory_fraction, "(0, 1]");
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
   binning.min_data_in_bin = min_data_in_bin;
@@ -179,6 +187,10 @@ GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
       {"early_stopping_rounds", set(params.early_stopping_round)},
       {"metric", [&](const nlohmann::json& v) { params.metric = v.get<std::string>(); }},
       {"seed", set(params.seed)},
+      {"device", [&](const nlohmann::json& v) { params.device = v.get<std::string>(); }},
+      {"device_type", [&](const nlohmann::json& v) { params.device = v.get<std::string>(); }},
+      {"gpu_device_id", set(params.gpu_device_id)},
+      {"gpu_memory_fraction", set(params.gpu_memory_fraction)},
   };
   for (const auto& [key, value] : object.items()) {
     auto setter = setters.find(key);
@@ -194,7 +206,9 @@ GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
       throw InvalidInput(
           fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key, value.dump(),
                       key == "class_weight" ? "\"balanced\" or an array of numbers"
-                      : key == "objective" || key == "metric"               ? "string"
+                      : key == "objective" || key == "metric" || key == "device" ||
+                              key == "device_type"
+                          ? "string"
                       : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
                                                                             : "number"));
     }

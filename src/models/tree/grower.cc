@@ -20,7 +20,6 @@ namespace tabforge::tree {
 namespace {
 
 constexpr std::uint64_t kNodeFeatureStream = 0x6e6f6465;  // "node"
-constexpr std::uint64_t kExtraTreesStream = 0x65787472;   // "extr"
 
 double Real(std::int64_t sum, double scale) { return double(sum) * scale; }
 
@@ -169,10 +168,9 @@ void TreeGrower::ScanCategorical(int feature, const HistogramBin* histogram,
   }
 }
 
-std::vector<std::uint8_t> TreeGrower::NodeFeatures(const std::vector<std::uint8_t>& active,
-                                                   std::uint64_t seed,
-                                                   std::uint64_t node_key) const {
-  if (params_.feature_fraction_bynode >= 1.0) return active;
+std::vector<std::uint8_t> NodeFeatureMask(const std::vector<std::uint8_t>& active, double fraction,
+                                          std::uint64_t seed, std::uint64_t node_key) {
+  if (fraction >= 1.0) return active;
   // Keep the ceil(fraction * active) features with the smallest keys for this node.
   const int features = static_cast<int>(active.size());
   std::vector<std::pair<double, int>> keys;
@@ -182,7 +180,7 @@ std::vector<std::uint8_t> TreeGrower::NodeFeatures(const std::vector<std::uint8_
   }
   std::sort(keys.begin(), keys.end());
   const auto keep =
-      static_cast<std::size_t>(std::ceil(params_.feature_fraction_bynode * double(keys.size())));
+      static_cast<std::size_t>(std::ceil(fraction * double(keys.size())));
   std::vector<std::uint8_t> tried(active.size(), 0);
   for (std::size_t index = 0; index < keep && index < keys.size(); ++index) {
     tried[keys[index].second] = 1;
@@ -201,7 +199,7 @@ void TreeGrower::FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* 
     GrowingLeaf& leaf = *leaves[at];
     leaf.best = LeafSplit{};
     if (LeafSplittable(leaf, params_)) {
-      tried[at] = NodeFeatures(active, seed, node_keys[at]);
+      tried[at] = NodeFeatureMask(active, params_.feature_fraction_bynode, seed, node_keys[at]);
       rows += leaf.end - leaf.begin;
     }
   }
@@ -220,11 +218,9 @@ void TreeGrower::FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* 
       ScanCategorical(feature, feature_histogram, leaves[at]->total, gradients, candidate);
     } else {
       // Extremely randomized trees try one threshold per (node, feature), drawn uniformly.
-      const int bins = mapper_.feature(feature).num_bins;
       const int only_threshold =
           params_.extra_trees
-              ? static_cast<int>(RandomUniform(seed, kExtraTreesStream ^ node_keys[at], feature) *
-                                 std::max(bins - 2, 1))
+              ? ExtraTreesThreshold(seed, node_keys[at], feature, mapper_.feature(feature).num_bins)
               : -1;
       ScanNumeric(feature, feature_histogram, leaves[at]->total, gradients, only_threshold,
                   candidate);

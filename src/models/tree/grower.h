@@ -50,6 +50,11 @@ struct QuantizedGradients {
   double max_abs_gradient = 1;             // bound of the exact gradients (fixed-point range)
 };
 
+// The features node `node_key` may split on: `active`, thinned to ceil(fraction * active) by
+// keys drawn from (seed, node) (feature_fraction_bynode).
+std::vector<std::uint8_t> NodeFeatureMask(const std::vector<std::uint8_t>& active, double fraction,
+                                          std::uint64_t seed, std::uint64_t node_key);
+
 // A power-of-two scale s such that summing `rows` values of magnitude <= max_abs, each
 // rounded to an integer multiple of 1/s, cannot overflow an int64 (at most 2^48).
 double FixedPointScale(double max_abs, std::int64_t rows);
@@ -74,9 +79,6 @@ class TreeGrower {
 
  private:
   friend struct CpuGrowerOps;
-  // The features a node may split on: `active`, thinned by feature_fraction_bynode.
-  std::vector<std::uint8_t> NodeFeatures(const std::vector<std::uint8_t>& active,
-                                         std::uint64_t seed, std::uint64_t node_key) const;
   // Sets each leaf's best split from its histogram (node keys drive node-level sampling).
   void FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* const* histograms,
                       const std::uint64_t* node_keys, int count,

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/host_device.h"
+#include "core/random.h"
 
 namespace tabforge::tree {
 
@@ -41,6 +42,15 @@ TFG_HOST_DEVICE inline double LeafGain(double sum_gradient, double sum_hessian,
   const double value = LeafValue(sum_gradient, sum_hessian, reg);
   const double shrunk = ThresholdL1(sum_gradient, reg.lambda_l1);
   return -(2.0 * shrunk * value + (sum_hessian + reg.lambda_l2) * value * value);
+}
+
+// Extremely randomized trees: the one threshold bin node `node_key` tries on a numeric feature
+// of `num_bins` bins (missing bin included), drawn uniformly from (seed, node, feature).
+TFG_HOST_DEVICE inline int ExtraTreesThreshold(std::uint64_t seed, std::uint64_t node_key,
+                                               int feature, int num_bins) {
+  constexpr std::uint64_t kExtraTreesStream = 0x65787472;  // "extr"
+  const int span = num_bins - 2 > 1 ? num_bins - 2 : 1;
+  return static_cast<int>(RandomUniform(seed, kExtraTreesStream ^ node_key, feature) * span);
 }
 
 }  // namespace tabforge::tree

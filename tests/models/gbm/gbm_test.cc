@@ -375,3 +375,45 @@ TEST(Gbm, KddCup99DefaultsAreRobustAndThreadIndependent) {
 
 }  // namespace
 }  // namespace tabforge::gbm
+
+namespace tabforge::gbm {
+namespace {
+
+// device "cuda" trains the CPU's model wherever it runs: on the GPU when one is usable (the
+// model bytes are the same), otherwise on the CPU with the reason in the report.
+TEST(Gbm, CudaDeviceGivesTheCpuModelOrSaysWhyNot) {
+  Synthetic data = MakeSynthetic(3000, false, 4);
+  GbmParams params;
+  params.num_iterations = 10;
+  const GbmModel cpu = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1);
+  EXPECT_EQ(cpu.report().device, "cpu");
+  EXPECT_EQ(cpu.report().device_note, "");
+  params.device = "cuda";
+  const GbmModel asked = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 1);
+  if (asked.report().device == "cpu") {
+    EXPECT_EQ(asked.report().device_note.rfind("CUDA not used: ", 0), 0u)
+        << asked.report().device_note;
+    EXPECT_NE(asked.report().device_note.find("trained on the CPU"), std::string::npos);
+  } else {
+    EXPECT_EQ(asked.report().device.rfind("cuda:", 0), 0u) << asked.report().device;
+  }
+  EXPECT_EQ(asked.Serialize(), cpu.Serialize());
+}
+
+TEST(Gbm, DeviceParametersAreValidated) {
+  EXPECT_EQ(GbmParams::FromJson(R"({"device_type": "gpu"})").device, "gpu");
+  EXPECT_EQ(GbmParams::FromJson(R"({"device": "cuda", "gpu_memory_fraction": 0.5})")
+                .gpu_memory_fraction,
+            0.5);
+  try {
+    GbmParams::FromJson(R"({"device": "tpu"})");
+    FAIL() << "device tpu accepted";
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("use cpu or cuda"), std::string::npos);
+  }
+  EXPECT_THROW(GbmParams::FromJson(R"({"gpu_memory_fraction": 1.5})"), InvalidInput);
+  EXPECT_THROW(GbmParams::FromJson(R"({"gpu_device_id": -1})"), InvalidInput);
+}
+
+}  // namespace
+}  // namespace tabforge::gbm

@@ -1,0 +1,48 @@
+// Elementary functions that give the same bits on every host and CUDA device. The C library's
+// exp (glibc, MSVC, CUDA's libdevice) is accurate to about one unit in the last place, but each
+// rounds differently; gradients computed with it would differ in their last bit between the CPU
+// and the GPU, and so would the quantized sums and the trees. These use only +, -, *, floor and
+// ldexp, which IEEE arithmetic makes exact or correctly rounded everywhere; the build turns off
+// the fusing of multiplies into adds (-ffp-contract=off, nvcc -fmad=false) for code that uses
+// them.
+#pragma once
+
+#include <cmath>
+
+#include "core/host_device.h"
+
+namespace tabforge {
+
+// e^x with a relative error of a few units in the last place, bit-identical across compilers
+// and devices: x = k ln 2 + r with |r| <= ln 2 / 2 (Cody and Waite's two-part ln 2), e^r from
+// its Taylor polynomial of degree 13 (truncation error below 1e-17), then scaled by 2^k.
+TFG_HOST_DEVICE inline double PortableExp(double x) {
+  if (x != x) return x;                        // NaN
+  if (x > 709.782712893384) return HUGE_VAL;   // beyond the largest double
+  if (x < -745.1332191019412) return 0.0;      // below the smallest subnormal
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2High = 6.93147180369123816490e-01;  // ln 2's leading bits (k * it exact)
+  constexpr double kLn2Low = 1.90821492927058770002e-10;   // ln 2 - kLn2High
+  const double k = floor(x * kLog2e + 0.5);
+  const double r = (x - k * kLn2High) - k * kLn2Low;
+  double p = 1.0 / 6227020800.0;  // 1/13!
+  p = p * r + 1.0 / 479001600.0;  // 1/12!
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  return ldexp(p, static_cast<int>(k));
+}
+
+// The logistic function 1 / (1 + e^-x), bit-identical across devices.
+TFG_HOST_DEVICE inline double PortableSigmoid(double x) { return 1.0 / (1.0 + PortableExp(-x)); }
+
+}  // namespace tabforge

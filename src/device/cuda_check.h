@@ -1,0 +1,63 @@
+// Checked CUDA runtime calls and owned device memory, for .cu files. Every failure becomes a
+// CudaError naming the call, the device and the runtime's words for the error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tabforge::device {
+
+// Throws CudaError: "CUDA call CALL failed on device N (NAME): ERROR (FILE:LINE)".
+[[noreturn]] void ThrowCudaError(cudaError_t error, const char* call, const char* file, int line);
+
+}  // namespace tabforge::device
+
+#define TFG_CUDA_CHECK(call)                                                      \
+  do {                                                                            \
+    const cudaError_t tfg_cuda_error = (call);                                    \
+    if (tfg_cuda_error != cudaSuccess) {                                          \
+      ::tabforge::device::ThrowCudaError(tfg_cuda_error, #call, __FILE__, __LINE__); \
+    }                                                                             \
+  } while (false)
+
+namespace tabforge::device {
+
+// `count` elements of T in device memory, freed with the object.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(std::size_t count) { Resize(count); }
+  ~DeviceArray() { Release(); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+
+  // Reallocates when `count` differs (contents are not kept).
+  void Resize(std::size_t count) {
+    if (count == size_) return;
+    Release();
+    if (count > 0) TFG_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+    size_ = count;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::size_t bytes() const { return size_ * sizeof(T); }
+
+ private:
+  void Release() {
+    if (data_ != nullptr) cudaFree(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace tabforge::device

@@ -1,0 +1,243 @@
+// The GBM's CUDA rounds (CUDA builds only; gbm_no_cuda.cc answers in CPU-only ones): rows,
+// scores and gradients stay on the device; each round runs the kernels of gbm_kernels.cu and
+// grows its trees with DeviceTreeGrower. Only finished trees and a few scalars per tree (the
+// largest |gradient|, split candidates, leaf sums) come back to the host.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "device/cuda_check.h"
+#include "device/cuda_device.h"
+#include "models/gbm/gbm_kernels.h"
+#include "models/gbm/gbm_rounds.h"
+#include "models/tree/device_grower.h"
+
+namespace tabforge::gbm {
+namespace {
+
+using device::DeviceArray;
+
+template <typename T>
+void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {
+  target.Resize(count);
+  if (count > 0) {
+    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+}
+
+// Device bytes of the rounds' own arrays (the grower's come on top).
+std::int64_t RoundBytes(const RoundSetup& setup) {
+  const std::int64_t rows = setup.bins->num_rows;
+  const std::int64_t outputs = setup.outputs;
+  std::int64_t bytes = rows * (4 * outputs + 4 * outputs + 8 + 8);  // scores, gradients, pairs,
+                                                                    // labels
+  if (outputs > 1) bytes += rows * 4 * outputs;                     // class hessians
+  if (!setup.weights.empty()) bytes += rows * 8;
+  if (setup.bagging) bytes += rows * 5;
+  return bytes;
+}
+
+class CudaRoundTrainer final : public RoundTrainer {
+ public:
+  explicit CudaRoundTrainer(const RoundSetup& setup)
+      : setup_(setup),
+        params_(*setup.params),
+        rows_(setup.bins->num_rows),
+        outputs_(setup.outputs),
+        grower_(*setup.bins, *setup.mapper, setup.grower) {
+    const std::size_t cells = static_cast<std::size_t>(rows_ * outputs_);
+    scores_.Resize(cells);
+    gradients_.Resize(cells);
+    if (outputs_ > 1) hessians_.Resize(cells);
+    pairs_.Resize(static_cast<std::size_t>(rows_));
+    Upload(labels_, setup.labels.data(), setup.labels.size());
+    if (!setup.weights.empty()) Upload(weights_, setup.weights.data(), setup.weights.size());
+    std::vector<float> init(setup.init_score.begin(), setup.init_score.end());
+    DeviceArray<float> device_init;
+    Upload(device_init, init.data(), init.size());
+    kernels::InitScores(scores_.data(), device_init.data(), outputs_,
+                        static_cast<std::int64_t>(cells));
+    max_bits_.Resize(1);
+    if (setup.bagging) {
+      in_bag_.Resize(static_cast<std::size_t>(rows_));
+      bag_.Resize(static_cast<std::size_t>(rows_));
+      bag_count_.Resize(1);
+      select_temp_.Resize(kernels::BagScratchBytes(rows_));
+    }
+    leaf_values_.Resize(static_cast<std::size_t>(setup.grower.num_leaves));
+    ranges_.Resize(2 * static_cast<std::size_t>(setup.grower.num_leaves));
+    TFG_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  void TrainRound(int round, std::vector<tree::Tree>& trees) override {
+    const std::int64_t rows = rows_;
+    const int outputs = outputs_;
+    if (setup_.bagging && round % params_.bagging_freq == 0) {
+      kernels::DrawBag(params_.seed, kBagStream + std::uint64_t(round), params_.bagging_fraction,
+                       in_bag_.data(), bag_.data(), bag_count_.data(), rows, select_temp_.data(),
+                       select_temp_.size());
+      int count = 0;
+      TFG_CUDA_CHECK(
+          cudaMemcpy(&count, bag_count_.data(), sizeof(int), cudaMemcpyDeviceToHost));
+      bag_rows_ = count;
+    }
+    kernels::ComputeGradients(setup_.objective, scores_.data(), labels_.data(),
+                              setup_.weights.empty() ? nullptr : weights_.data(),
+                              gradients_.data(), outputs > 1 ? hessians_.data() : nullptr,
+                              pairs_.data(), rows, max_bits_.data());
+    const std::vector<std::uint8_t> active = SampleTreeFeatures(
+        setup_.mapper->num_features(), params_.feature_fraction, params_.seed, round);
+    for (int k = 0; k < outputs; ++k) {
+      const float* class_gradient = gradients_.data() + k * rows;
+      if (outputs > 1) {
+        kernels::MaxAbsGradient(class_gradient, rows, max_bits_.data());
+      }
+      unsigned int bits = 0;
+      TFG_CUDA_CHECK(
+          cudaMemcpy(&bits, max_bits_.data(), sizeof(unsigned int), cudaMemcpyDeviceToHost));
+      float max_float = 0;
+      std::memcpy(&max_float, &bits, sizeof(float));
+      const double max_gradient = max_float;
+      tree::DeviceGradients quantized;
+      quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(setup_.level) : 1.0;
+      quantized.hessian_scale = 1.0 / setup_.objective.hessian_fixed;
+      quantized.max_abs_gradient = max_gradient;
+      const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
+      kernels::Quantize(class_gradient, outputs > 1 ? hessians_.data() + k * rows : nullptr,
+                        quantized.gradient_scale, setup_.level, params_.seed, stream,
+                        pairs_.data(), rows);
+      quantized.pairs = pairs_.data();
+      quantized.exact_gradients = class_gradient;
+      tree::Tree tree =
+          grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized, active,
+                       params_.seed ^ (std::uint64_t(round) * outputs + k));
+      for (double& value : tree.leaf_values()) value *= params_.learning_rate;
+      UpdateScores(tree, k);
+      trees.push_back(std::move(tree));
+    }
+  }
+
+ private:
+  void UpdateScores(const tree::Tree& tree, int output) {
+    const int num_leaves = tree.num_leaves();
+    const std::vector<double>& values = tree.leaf_values();
+    TFG_CUDA_CHECK(cudaMemcpyAsync(leaf_values_.data(), values.data(),
+                                   sizeof(double) * values.size(), cudaMemcpyHostToDevice));
+    std::vector<std::int64_t> ranges;
+    std::int64_t widest = 1;
+    for (const auto& [begin, end] : grower_.leaf_ranges()) {
+      ranges.push_back(begin);
+      ranges.push_back(end);
+      widest = std::max(widest, end - begin);
+    }
+    TFG_CUDA_CHECK(cudaMemcpyAsync(ranges_.data(), ranges.data(), sizeof(std::int64_t) * ranges.size(),
+                                   cudaMemcpyHostToDevice));
+    kernels::AddLeafScores(grower_.device_order(), ranges_.data(), num_leaves, widest,
+                           leaf_values_.data(), scores_.data(), outputs_, output);
+    if (setup_.bagging) {
+      std::vector<kernels::RouteNode> nodes;
+      for (const tree::TreeNode& node : tree.nodes()) {
+        nodes.push_back({node.feature, node.categorical ? 1 : 0, node.default_left ? 1 : 0,
+                         node.threshold_bin, node.missing_bin, node.bitset_begin, node.bitset_end,
+                         node.left, node.right});
+      }
+      if (nodes.empty()) {
+        // A single leaf: every row takes its value.
+        nodes.push_back({0, 0, 0, 0x7fffffff, -1, 0, 0, ~0, ~0});
+      }
+      Upload(nodes_, nodes.data(), nodes.size());
+      const std::vector<std::uint32_t>& bitsets = tree.bitsets();
+      std::vector<std::uint32_t> words = bitsets.empty() ? std::vector<std::uint32_t>{0} : bitsets;
+      Upload(bitsets_, words.data(), words.size());
+      const int stride = setup_.bins->num_features;
+      const bool wide = setup_.bins->wide();
+      kernels::AddOutOfBagScores(
+          wide ? nullptr : static_cast<const std::uint8_t*>(grower_.device_bins()),
+          wide ? static_cast<const std::uint16_t*>(grower_.device_bins()) : nullptr, stride,
+          in_bag_.data(), nodes_.data(), bitsets_.data(), leaf_values_.data(), scores_.data(),
+          outputs_, output, rows_);
+    }
+  }
+
+  const RoundSetup& setup_;
+  const GbmParams& params_;
+  std::int64_t rows_;
+  int outputs_;
+  tree::DeviceTreeGrower grower_;
+  DeviceArray<float> scores_;
+  DeviceArray<float> gradients_;          // output-major
+  DeviceArray<std::uint32_t> hessians_;   // multiclass: fixed hessians, output-major
+  DeviceArray<tree::GradientPair> pairs_;
+  DeviceArray<double> labels_;
+  DeviceArray<double> weights_;
+  DeviceArray<unsigned int> max_bits_;
+  DeviceArray<std::uint8_t> in_bag_;
+  DeviceArray<std::int32_t> bag_;
+  DeviceArray<int> bag_count_;
+  DeviceArray<std::uint8_t> select_temp_;
+  std::int64_t bag_rows_ = 0;
+  DeviceArray<double> leaf_values_;
+  DeviceArray<std::int64_t> ranges_;
+  DeviceArray<kernels::RouteNode> nodes_;
+  DeviceArray<std::uint32_t> bitsets_;
+};
+
+}  // namespace
+
+std::int64_t EstimateDeviceBytes(const RoundSetup& setup) {
+  return RoundBytes(setup) +
+         tree::DeviceTreeGrower::EstimateBytes(*setup.bins, *setup.mapper, setup.grower);
+}
+
+std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std::string& why,
+                                                   std::string& device, std::int64_t& reserved) {
+  const GbmParams& params = *setup.params;
+  if (setup.objective.kind == ObjectiveKind::kL1 ||
+      setup.objective.kind == ObjectiveKind::kQuantile) {
+    why = "the CUDA backend does not yet renew " + params.objective +
+          " leaves by quantiles";
+    return nullptr;
+  }
+  for (int feature = 0; feature < setup.mapper->num_features(); ++feature) {
+    const tree::FeatureBins& bins = setup.mapper->feature(feature);
+    if (bins.categorical && bins.num_bins > 256) {
+      why = "a categorical feature has more than 256 bins, more than the CUDA scan holds";
+      return nullptr;
+    }
+  }
+  if (setup.mapper->num_features() < 1) {
+    why = "there are no binned features";
+    return nullptr;
+  }
+  const device::CudaDeviceInfo info = device::QueryCudaDevice(params.gpu_device_id);
+  if (!info.usable) {
+    why = info.problem;
+    return nullptr;
+  }
+  const std::int64_t needed = EstimateDeviceBytes(setup);
+  const auto allowed = static_cast<std::int64_t>(params.gpu_memory_fraction *
+                                                 double(info.free_bytes));
+  if (needed > allowed) {
+    why = fmt::format(
+        "the fit needs about {:.1f} GB of GPU memory but gpu_memory_fraction {} of the {:.1f} GB "
+        "free on {} allows {:.1f} GB",
+        double(needed) / 1e9, params.gpu_memory_fraction, double(info.free_bytes) / 1e9,
+        info.name, double(allowed) / 1e9);
+    return nullptr;
+  }
+  try {
+    auto trainer = std::make_unique<CudaRoundTrainer>(setup);
+    device = fmt::format("cuda:{} {}", info.ordinal, info.name);
+    reserved = needed;
+    return trainer;
+  } catch (const CudaError& error) {
+    why = error.what();
+    return nullptr;
+  } catch (const NotSupported& error) {
+    why = error.what();
+    return nullptr;
+  }
+}
+
+}  // namespace tabforge::gbm

@@ -1,0 +1,198 @@
+// The GBM's kernels: the per-row functions of gbm_objective.h over device rows, so the GPU
+// computes the CPU's bits.
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+
+#include "device/cuda_check.h"
+#include "models/gbm/gbm_kernels.h"
+
+namespace tabforge::gbm::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+int GridFor(std::int64_t items) {
+  return static_cast<int>(std::clamp<std::int64_t>((items + kThreads - 1) / kThreads, 1, 1 << 20));
+}
+
+void CheckLaunch(const char* kernel) {
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) device::ThrowCudaError(error, kernel, __FILE__, __LINE__);
+}
+
+// |gradient| as ordered bits: for non-negative floats, integer order is float order, so the
+// maximum is an atomicMax and does not depend on the order of the rows.
+__device__ inline void AtomicMaxAbs(unsigned int* bits, float gradient) {
+  atomicMax(bits, __float_as_uint(fabsf(gradient)));
+}
+
+__global__ void GradientKernel(RowGradientParams objective, const float* scores,
+                               const double* labels, const double* weights, float* gradients,
+                               std::uint32_t* class_hessians, tree::GradientPair* pairs,
+                               std::int64_t rows, unsigned int* max_bits) {
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    const double w = weights != nullptr ? weights[row] : 1.0;
+    if (objective.outputs > 1) {
+      RowGradients(objective, scores + row * objective.outputs, labels[row], w, gradients + row,
+                   class_hessians + row, rows, nullptr);
+    } else {
+      RowGradients(objective, scores + row, labels[row], w, gradients + row, &pairs[row].hessian,
+                   rows, nullptr);
+      AtomicMaxAbs(max_bits, gradients[row]);
+    }
+  }
+}
+
+__global__ void MaxAbsKernel(const float* gradients, std::int64_t rows, unsigned int* max_bits) {
+  unsigned int local = 0;
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    local = max(local, __float_as_uint(fabsf(gradients[row])));
+  }
+  atomicMax(max_bits, local);
+}
+
+__global__ void QuantizeKernel(const float* gradients, const std::uint32_t* class_hessians,
+                               double scale, std::int64_t level, std::uint64_t seed,
+                               std::uint64_t stream, tree::GradientPair* pairs, std::int64_t rows) {
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    pairs[row].gradient = QuantizeGradient(gradients[row], scale, level, seed, stream, row);
+    if (class_hessians != nullptr) pairs[row].hessian = class_hessians[row];
+  }
+}
+
+__global__ void BagKernel(std::uint64_t seed, std::uint64_t stream, double fraction,
+                          std::uint8_t* in_bag, std::int64_t rows) {
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    in_bag[row] = RandomUniform(seed, stream, row) < fraction;
+  }
+}
+
+// Adds each leaf's value to the scores of its rows (positions [begin, end) of `order`).
+__global__ void LeafScoreKernel(const std::int32_t* order, const std::int64_t* ranges,
+                                const double* values, float* scores, int outputs, int output) {
+  const int leaf = blockIdx.y;
+  const std::int64_t begin = ranges[2 * leaf];
+  const std::int64_t end = ranges[2 * leaf + 1];
+  const double value = values[leaf];
+  for (std::int64_t at = begin + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < end;
+       at += std::int64_t(gridDim.x) * blockDim.x) {
+    float& score = scores[std::int64_t(order[at]) * outputs + output];
+    score = AddToScore(score, value);
+  }
+}
+
+// Rows out of the bag: routed through the tree by their bins, then scored.
+template <typename Bin>
+__global__ void OutOfBagKernel(const Bin* bins, int stride, const std::uint8_t* in_bag,
+                               const RouteNode* nodes, const std::uint32_t* bitsets,
+                               const double* values, float* scores, int outputs, int output,
+                               std::int64_t rows) {
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    if (in_bag[row]) continue;
+    int at = 0;
+    while (at >= 0) {
+      const RouteNode node = nodes[at];
+      const int bin = bins[static_cast<std::size_t>(row) * stride + node.feature];
+      bool left;
+      if (node.categorical) {
+        const int word = node.bitset_begin + bin / 32;
+        left = word < node.bitset_end && ((bitsets[word] >> (bin % 32)) & 1u);
+      } else {
+        left = bin == node.missing_bin ? node.default_left != 0 : bin <= node.threshold_bin;
+      }
+      at = left ? node.left : node.right;
+    }
+    float& score = scores[row * outputs + output];
+    score = AddToScore(score, values[~at]);
+  }
+}
+
+__global__ void InitScoresKernel(float* scores, const float* init, int outputs,
+                                 std::int64_t count) {
+  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < count;
+       at += std::int64_t(gridDim.x) * blockDim.x) {
+    scores[at] = init[at % outputs];
+  }
+}
+
+}  // namespace
+
+void ComputeGradients(const RowGradientParams& objective, const float* scores,
+                      const double* labels, const double* weights, float* gradients,
+                      std::uint32_t* class_hessians, tree::GradientPair* pairs, std::int64_t rows,
+                      unsigned int* max_bits) {
+  TFG_CUDA_CHECK(cudaMemsetAsync(max_bits, 0, sizeof(unsigned int)));
+  GradientKernel<<<GridFor(rows), kThreads>>>(objective, scores, labels, weights, gradients,
+                                              class_hessians, pairs, rows, max_bits);
+  CheckLaunch("GradientKernel");
+}
+
+void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max_bits) {
+  TFG_CUDA_CHECK(cudaMemsetAsync(max_bits, 0, sizeof(unsigned int)));
+  MaxAbsKernel<<<std::min(GridFor(rows), 1024), kThreads>>>(gradients, rows, max_bits);
+  CheckLaunch("MaxAbsKernel");
+}
+
+void Quantize(const float* gradients, const std::uint32_t* class_hessians, double scale,
+              std::int64_t level, std::uint64_t seed, std::uint64_t stream,
+              tree::GradientPair* pairs, std::int64_t rows) {
+  QuantizeKernel<<<GridFor(rows), kThreads>>>(gradients, class_hessians, scale, level, seed,
+                                              stream, pairs, rows);
+  CheckLaunch("QuantizeKernel");
+}
+
+std::size_t BagScratchBytes(std::int64_t rows) {
+  std::size_t bytes = 0;
+  TFG_CUDA_CHECK(cub::DeviceSelect::Flagged(
+      nullptr, bytes, thrust::counting_iterator<std::int32_t>(0),
+      static_cast<const std::uint8_t*>(nullptr), static_cast<std::int32_t*>(nullptr),
+      static_cast<int*>(nullptr), static_cast<int>(rows)));
+  return std::max<std::size_t>(bytes, 1);
+}
+
+void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uint8_t* in_bag,
+             std::int32_t* bag, int* bag_count, std::int64_t rows, void* scratch,
+             std::size_t scratch_bytes) {
+  BagKernel<<<GridFor(rows), kThreads>>>(seed, stream, fraction, in_bag, rows);
+  CheckLaunch("BagKernel");
+  TFG_CUDA_CHECK(cub::DeviceSelect::Flagged(scratch, scratch_bytes,
+                                            thrust::counting_iterator<std::int32_t>(0), in_bag,
+                                            bag, bag_count, static_cast<int>(rows)));
+}
+
+void AddLeafScores(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,
+                   std::int64_t widest_leaf, const double* values, float* scores, int outputs,
+                   int output) {
+  const dim3 grid(static_cast<unsigned>(std::min(GridFor(widest_leaf), 256)),
+                  static_cast<unsigned>(leaf_count));
+  LeafScoreKernel<<<grid, kThreads>>>(order, ranges, values, scores, outputs, output);
+  CheckLaunch("LeafScoreKernel");
+}
+
+void AddOutOfBagScores(const std::uint8_t* bins8, const std::uint16_t* bins16, int stride,
+                       const std::uint8_t* in_bag, const RouteNode* nodes,
+                       const std::uint32_t* bitsets, const double* values, float* scores,
+                       int outputs, int output, std::int64_t rows) {
+  if (bins16 != nullptr) {
+    OutOfBagKernel<std::uint16_t><<<GridFor(rows), kThreads>>>(
+        bins16, stride, in_bag, nodes, bitsets, values, scores, outputs, output, rows);
+  } else {
+    OutOfBagKernel<std::uint8_t><<<GridFor(rows), kThreads>>>(
+        bins8, stride, in_bag, nodes, bitsets, values, scores, outputs, output, rows);
+  }
+  CheckLaunch("OutOfBagKernel");
+}
+
+void InitScores(float* scores, const float* init, int outputs, std::int64_t count) {
+  InitScoresKernel<<<GridFor(count), kThreads>>>(scores, init, outputs, count);
+  CheckLaunch("InitScoresKernel");
+}
+
+}  // namespace tabforge::gbm::kernels

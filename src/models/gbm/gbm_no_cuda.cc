@@ -1,0 +1,16 @@
+// CPU-only build: there are no CUDA rounds; a fit asking for them runs on the CPU and says why.
+#include "models/gbm/gbm_rounds.h"
+
+namespace tabforge::gbm {
+
+std::int64_t EstimateDeviceBytes(const RoundSetup& /*setup*/) { return 0; }
+
+std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& /*setup*/, std::string& why,
+                                                   std::string& /*device*/,
+                                                   std::int64_t& /*reserved*/) {
+  why = "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a machine with "
+        "the CUDA toolkit for GPU training";
+  return nullptr;
+}
+
+}  // namespace tabforge::gbm

@@ -1,0 +1,66 @@
+// The boosting rounds behind GbmModel::Fit, one implementation per device: the CPU's
+// (gbm.cc) and the CUDA backend's (gbm_device.cu; gbm_device.cc answers "not built" in a
+// CPU-only build). Fit prepares a RoundSetup, asks for a trainer, and drives it round by round
+// (deadline, validation, early stopping); the trainer computes the gradients, grows the trees
+// and keeps its training scores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/gbm/gbm.h"
+#include "models/gbm/gbm_objective.h"
+#include "models/tree/binning.h"
+#include "models/tree/grower.h"
+#include "models/tree/tree.h"
+
+namespace tabforge::gbm {
+
+// Streams of the counter-based generator (both devices draw the same numbers).
+inline constexpr std::uint64_t kBagStream = 0x626167;         // "bag"
+inline constexpr std::uint64_t kQuantizeStream = 0x7175616e;  // "quan"
+
+// Everything the rounds need, fixed before the first.
+struct RoundSetup {
+  const GbmParams* params = nullptr;
+  const tree::BinMatrix* bins = nullptr;
+  const tree::BinMapper* mapper = nullptr;
+  std::span<const double> labels;
+  std::span<const double> weights;  // empty: unit weights
+  std::vector<double> init_score;   // per output
+  RowGradientParams objective;
+  tree::GrowerParams grower;
+  std::int64_t level = 1;  // gradients are quantized to [-level, level]
+  int outputs = 1;
+  int threads = 1;
+  bool bagging = false;
+};
+
+// The features kept for round `round`'s trees (feature_fraction), the same on every device.
+std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std::uint64_t seed,
+                                             int round);
+
+class RoundTrainer {
+ public:
+  virtual ~RoundTrainer() = default;
+  // Trains round `round`: appends one tree per output to `trees` (leaf values already shrunk
+  // by the learning rate) and adds them to the training scores.
+  virtual void TrainRound(int round, std::vector<tree::Tree>& trees) = 0;
+};
+
+std::unique_ptr<RoundTrainer> MakeCpuRoundTrainer(const RoundSetup& setup);
+
+// Device memory the CUDA rounds need for `setup`, in bytes (an estimate made before anything
+// is allocated).
+std::int64_t EstimateDeviceBytes(const RoundSetup& setup);
+
+// The CUDA trainer, or null with `why` set (no CUDA in this build, no usable device, not
+// enough free memory, a setting the backend does not train) so the caller falls back to the
+// CPU. `device` receives "cuda:ID NAME" and `reserved` the bytes reserved.
+std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std::string& why,
+                                                   std::string& device, std::int64_t& reserved);
+
+}  // namespace tabforge::gbm
