@@ -31,7 +31,11 @@ class KeyMemoryModel final : public models::Model {
     return out;
   }
   std::string Serialize() const override { return {}; }
-  models::ModelInfo Info() const override { return {"KEYS", 0, "", 0}; }
+  models::ModelInfo Info() const override {
+    models::ModelInfo info;
+    info.family = "KEYS";
+    return info;
+  }
   std::unique_ptr<models::Model> CloneForRefit(int) const override {
     return std::make_unique<KeyMemoryModel>(on_fit_);
   }

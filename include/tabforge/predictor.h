@@ -43,7 +43,8 @@ struct FitOptions {
   double holdout_frac = -1;                  // holdout fraction; -1: AutoGluon's rule by rows
   int refit_full = -1;                       // 1: retrain the best model's members on all rows
   int num_cpus = 0;                          // threads; 0: all
-  int num_gpus = 0;                          // GPUs the fit may use
+  int num_gpus = -1;  // GPUs the fit may use; -1 (auto): one when a usable GPU is found,
+                      // for the families and data sizes it speeds up
   std::uint64_t seed = 0;
 };
 

@@ -28,6 +28,7 @@
 #include "core/timer.h"
 #include "data/problem_type.h"
 #include "data/table.h"
+#include "device/doctor.h"
 #include "ensemble/bagging.h"
 #include "ensemble/folds.h"
 #include "ensemble/weighted_ensemble.h"
@@ -105,6 +106,8 @@ struct TabularPredictor::State {
   std::vector<double> train_y;
   std::uint64_t seed = 0;
   int threads = 0;
+  int gpus = 0;            // GPUs granted to the models (after discovery)
+  bool gpus_auto = false;  // not asked for by name
 
   models::Task task() const {
     models::Task task;
@@ -336,6 +339,30 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         total.Seconds());
   const bool classification = s.problem_type != ProblemType::kRegression;
 
+  // GPUs: asked for by number, or (-1) found; either way said in one line.
+  s.gpus_auto = options.num_gpus < 0;
+  if (options.num_gpus != 0) {
+    const device::GpuEnvironment gpu_env = device::DiscoverGpus();
+    const device::Diagnosis diagnosis = device::Diagnose(gpu_env);
+    if (diagnosis.usable_device >= 0) {
+      s.gpus = s.gpus_auto ? 1 : options.num_gpus;
+      s.Log(2, "GPU: {} ({}) for the models that use one{}", diagnosis.usable_device,
+            gpu_env.devices[diagnosis.usable_device].name,
+            s.gpus_auto ? " (--gpus auto: GBM on data of 2M feature cells or more)" : "");
+    } else {
+      std::string reason = diagnosis.verdict;
+      for (const device::CheckResult& check : diagnosis.checks) {
+        if (check.status == device::CheckStatus::kError) {
+          reason = check.finding;
+          break;
+        }
+      }
+      s.Log(s.gpus_auto ? 2 : 1, "GPU: {}no usable GPU ({}); training on the CPU",
+            s.gpus_auto ? "" : fmt::format("--gpus {} asked, but ", options.num_gpus), reason);
+      s.gpus = 0;
+    }
+  }
+
   // Validation: holdout rows (or the tuning data), or the bagging folds.
   features::FeatureMatrix fit_x, valid_x;
   std::vector<double> fit_y, valid_y;
@@ -423,7 +450,8 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       models::FitContext fit_context;
       fit_context.deadline = model_left < 1e299 ? Deadline::In(model_left) : Deadline();
       fit_context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
-      fit_context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : options.num_gpus;
+      fit_context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
+      fit_context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
       fit_context.seed = s.seed;
       Stopwatch watch;
       try {
@@ -452,10 +480,20 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         entry.iterations = entry.group.MeanIterations();
         entry.score_val = s.Score(val_labels, entry.val_predictions);
         this_level.push_back(entry.name);
-        s.Log(2, "{}: val {} {:.4f} | fit {:.2f} s | {} iterations | {}", entry.name, s.eval_metric,
-              *entry.score_val, entry.fit_time, entry.iterations,
+        // Where it trained, when a GPU was in play.
+        std::string device;
+        if (fit_context.num_gpus > 0 && !entry.group.members().empty()) {
+          const models::ModelInfo info = entry.group.members().front()->Info();
+          if (!info.device.empty()) {
+            device = " | " + info.device +
+                     (info.device_note.empty() ? std::string() : " (" + info.device_note + ")");
+          }
+        }
+        s.Log(2, "{}: val {} {:.4f} | fit {:.2f} s | {} iterations | {}{}", entry.name,
+              s.eval_metric, *entry.score_val, entry.fit_time, entry.iterations,
               options.time_limit > 0 ? fmt::format("{:.1f} s left", deadline.SecondsLeft())
-                                     : std::string("no time limit"));
+                                     : std::string("no time limit"),
+              device);
       } catch (const std::bad_alloc&) {
         entry.can_infer = false;
         entry.error = "failed: out of memory";
@@ -536,6 +574,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                   {"refit_full", refit},
                   {"num_cpus", s.threads},
                   {"num_gpus", options.num_gpus},
+                  {"gpus_used", s.gpus},
                   {"seed", options.seed},
                   {"train_rows", s.train_x.num_rows},
                   {"hyperparameters", options.hyperparameters.empty() ? preset.hyperparameters

@@ -12,6 +12,13 @@ namespace tabforge::cli {
 // (with a label) the problem type.
 void AddInspectCommand(CLI::App& app);
 
+// `tabforge doctor [--json] [--markdown] [--speed]`: the GPU environment, checks and remedies.
+void AddDoctorCommand(CLI::App& app);
+
+// The status the program exits with when the command returns normally (default 0).
+void SetExitStatus(int status);
+int ExitStatus();
+
 // `tabforge fit`, `predict`, `evaluate`, `leaderboard` and `summary`: the predictor's workflow.
 void AddPredictorCommands(CLI::App& app);
 

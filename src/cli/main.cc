@@ -10,6 +10,14 @@
 #include "device/cuda_runtime.h"
 #include "tabforge/version.h"
 
+namespace tabforge::cli {
+namespace {
+int exit_status = 0;
+}  // namespace
+void SetExitStatus(int status) { exit_status = status; }
+int ExitStatus() { return exit_status; }
+}  // namespace tabforge::cli
+
 namespace {
 
 std::string VersionText() {
@@ -29,6 +37,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tabforge::cli::AddInspectCommand(app);
   tabforge::cli::AddPredictorCommands(app);
+  tabforge::cli::AddDoctorCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -49,5 +58,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tabforge: unexpected error: %s (please report it)\n", error.what());
     return 3;
   }
-  return 0;
+  return tabforge::cli::ExitStatus();
 }

@@ -109,7 +109,8 @@ struct FitArgs {
       output;
   double time_limit = 0;
   double holdout_frac = -1;
-  int num_bag_folds = -1, num_bag_sets = -1, num_stack_levels = -1, cpus = 0, gpus = 0;
+  int num_bag_folds = -1, num_bag_sets = -1, num_stack_levels = -1, cpus = 0;
+  std::string gpus = "auto";
   bool refit_full = false;
   std::uint64_t seed = 0;
   int quiet = 0, verbose = 0;
@@ -132,7 +133,19 @@ void RunFit(const FitArgs& args) {
   fit.holdout_frac = args.holdout_frac;
   if (args.refit_full) fit.refit_full = 1;
   fit.num_cpus = args.cpus;
-  fit.num_gpus = args.gpus;
+  if (args.gpus == "auto") {
+    fit.num_gpus = -1;
+  } else {
+    char* end = nullptr;
+    const long gpus = std::strtol(args.gpus.c_str(), &end, 10);
+    if (args.gpus.empty() || *end != '\0' || gpus < 0 || gpus > 64) {
+      throw InvalidInput(fmt::format(
+          "--gpus '{}' is not valid: give auto (use a GPU when one is usable), 0 (CPU only) or "
+          "the number of GPUs",
+          args.gpus));
+    }
+    fit.num_gpus = static_cast<int>(gpus);
+  }
   fit.seed = args.seed;
   const data::Table train = ReadTable(args.train, args.cpus);
   data::Table tuning;
@@ -189,7 +202,8 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_flag("--refit-full", args->refit_full,
                       "Retrain the best model's members on all rows");
     command->add_option("--cpus", args->cpus, "Threads (default: all)");
-    command->add_option("--gpus", args->gpus, "GPUs to use (default: 0)");
+    command->add_option("--gpus", args->gpus,
+                        "GPUs to use: auto (default: one when usable and worthwhile), 0, or N");
     command->add_option("--seed", args->seed, "Seed of every random choice");
     command->add_option("-o,--output", args->output, "Model directory to write")->required();
     command->add_flag("-q,--quiet", args->quiet, "Less output (repeat for none)");

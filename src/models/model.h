@@ -34,6 +34,7 @@ struct FitContext {
   Deadline deadline;
   int threads = 0;
   int num_gpus = 0;
+  bool gpus_auto = false;  // the GPU was not asked for by name: use it where it pays off
   std::uint64_t seed = 0;
 };
 
@@ -43,6 +44,8 @@ struct ModelInfo {
   int iterations = 0;       // boosting rounds (or trees, epochs) kept; 0 when not iterative
   std::string stop_reason;  // why training ended
   double fit_seconds = 0;   // wall time of the fit
+  std::string device;       // where it trained: "cpu", "cuda:0 NAME"; "" when not reported
+  std::string device_note;  // why a GPU that was granted was not used
 };
 
 class Model {

@@ -9,6 +9,10 @@
 namespace tabforge::gbm {
 namespace {
 
+// Feature cells (rows x features) from which a GPU granted automatically trains the GBM: below
+// it the per-split launches cost more than the CPU's histograms.
+constexpr std::int64_t kGpuWorthwhileCells = 2000000;
+
 // AutoGluon's defaults for its LightGBM models, under LightGBM's names.
 GbmParams AutoGluonDefaults() {
   GbmParams params;
@@ -49,6 +53,14 @@ class GbmFamilyModel final : public models::Model {
     Stopwatch watch;
     GbmParams params = params_;
     params.seed ^= context.seed;
+    // A granted GPU trains the GBM unless it was granted automatically and the data is too
+    // small for the device to beat the CPU.
+    const std::int64_t cells =
+        train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
+    if (params.device == "cpu" && context.num_gpus > 0 &&
+        (!context.gpus_auto || cells >= kGpuWorthwhileCells)) {
+      params.device = "cuda";
+    }
     model_ = GbmModel::Fit(train, labels, {}, valid, valid_labels, params, context.threads,
                            context.deadline);
     fit_seconds_ = watch.Seconds();
@@ -67,6 +79,8 @@ class GbmFamilyModel final : public models::Model {
     info.iterations = model_.report().iterations;
     info.stop_reason = model_.report().stop_reason;
     info.fit_seconds = fit_seconds_;
+    info.device = model_.report().device;
+    info.device_note = model_.report().device_note;
     return info;
   }
 

@@ -143,7 +143,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.candidates.Resize(2 * static_cast<std::size_t>(s.features));
   s.ranges.Resize(2 * static_cast<std::size_t>(params.num_leaves));
   s.leaf_sums.Resize(static_cast<std::size_t>(params.num_leaves));
-  s.rights.Resize(1);
+  s.rights.Resize(static_cast<std::size_t>(std::max(params.num_leaves, 1)));
   s.scratch.Resize(kernels::PartitionScratchBytes(s.rows));
 }
 
@@ -179,6 +179,7 @@ struct DeviceGrowerOps {
   const std::vector<std::uint8_t>& active;
   std::uint64_t seed;
   std::int64_t count;
+  std::vector<int> expected_rights = {};  // per partition, in order
 
   std::int64_t RowCount() const { return count; }
 
@@ -268,13 +269,27 @@ struct DeviceGrowerOps {
          ++word) {
       rule.bitset[word] = split.left_bins[word];
     }
+    // The right side's count is checked once the tree is done (no wait per split here): the
+    // two runs see every row once, so it checks the left side too.
+    const int at = static_cast<int>(expected_rights.size());
+    expected_rights.push_back(static_cast<int>(end - begin - split.left.count()));
     kernels::StablePartition(s.bins, rule, s.order.data() + begin, s.spare.data() + begin,
-                             end - begin, split.left.count(), s.rights.data(), s.scratch.data(),
-                             s.scratch.size());
-    int rights = 0;
-    TFG_CUDA_CHECK(cudaMemcpy(&rights, s.rights.data(), sizeof(int), cudaMemcpyDeviceToHost));
-    // The loop checks the left count against the split's sums, which checks both runs.
-    return end - rights;
+                             end - begin, split.left.count(), s.rights.data() + at,
+                             s.scratch.data(), s.scratch.size());
+    return begin + split.left.count();
+  }
+
+  // Throws InternalError when a partition's sides disagree with its split's sums.
+  void CheckPartitions() const {
+    if (expected_rights.empty()) return;
+    std::vector<int> rights(expected_rights.size());
+    TFG_CUDA_CHECK(cudaMemcpy(rights.data(), s.rights.data(), rights.size() * sizeof(int),
+                              cudaMemcpyDeviceToHost));
+    for (std::size_t at = 0; at < rights.size(); ++at) {
+      TFG_CHECK(rights[at] == expected_rights[at],
+                "device partition {} sent {} rows right, the split's sums say {}", at, rights[at],
+                expected_rights[at]);
+    }
   }
 
   void ChildHistograms(int chosen, int new_leaf, bool left_smaller,
@@ -311,6 +326,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   DeviceGrowerOps ops{s, gradients, active, seed, count};
   std::vector<GrowingLeaf> leaves;
   Tree tree = GrowLeafWise(ops, s.params, *s.mapper, leaves);
+  ops.CheckPartitions();
 
   // Leaf values from the exact gradients summed in fixed point, as the CPU grower does.
   const int num_leaves = tree.num_leaves();
