@@ -1,7 +1,7 @@
 // The CUDA grower's kernels: histograms as integer sums with shared-memory atomics (so the
 // order of addition cannot matter), split scans with the CPU's formulas (split_math.h) and its
 // tie order (lowest missing side, then lowest threshold; features are compared on the host in
-// order), stable partitions, leaf sums in fixed point.
+// order), partitions, leaf sums in fixed point; a batch of leaf splits takes a few launches.
 #include <cub/cub.cuh>
 
 #include <algorithm>
@@ -36,26 +36,32 @@ __device__ inline int BinOf(const Bin* bins, int stride, std::int64_t row, int f
   return bins[static_cast<std::size_t>(row) * stride + feature];
 }
 
-// Histogram of rows order[begin, begin + count) for the features of group g = blockIdx.y:
-// [groups[2g], groups[2g + 1]). Each block sums its share of (row, feature) pairs into shared
-// memory (or, for features too wide for it, straight into global memory) and adds the nonzero
-// cells to the global histogram.
+// Histogram of split blockIdx.z's smaller child (its rows are positions of `order`) for the
+// features of group g = blockIdx.y: [groups[2g], groups[2g + 1]). Each block sums its share of
+// (row, feature) pairs into shared memory (or, for features too wide for it, straight into
+// global memory) and adds the nonzero cells to the histogram.
 template <typename Bin, bool kShared>
 __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t* order,
-                                std::int64_t begin, std::int64_t count, const GradientPair* pairs,
-                                const int* groups, const std::int64_t* offsets, Word* histogram) {
+                                const BatchSplit* splits, const GradientPair* pairs,
+                                const int* groups, const std::int64_t* offsets) {
   extern __shared__ Word shared[];
+  const BatchSplit& split = splits[blockIdx.z];
+  const std::int64_t begin = split.smaller_is_left ? split.begin : split.begin + split.lefts;
+  const std::int64_t count =
+      split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
   const int first = groups[2 * blockIdx.y];
   const int last = groups[2 * blockIdx.y + 1];
   const int group_features = last - first;
+  const std::int64_t items = count * group_features;
+  if (blockIdx.x * std::int64_t(blockDim.x) >= items) return;  // a small leaf: no work here
   const std::int64_t base = offsets[first];
   const int cells = static_cast<int>(offsets[last] - base);
+  Word* histogram = split.smaller;
   Word* target = kShared ? shared : histogram + 2 * base;
   if (kShared) {
     for (int cell = threadIdx.x; cell < 2 * cells; cell += blockDim.x) shared[cell] = 0;
     __syncthreads();
   }
-  const std::int64_t items = count * group_features;
   for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
        item += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t position = item / group_features;
@@ -76,10 +82,28 @@ __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t*
   }
 }
 
-__global__ void SubtractKernel(Word* larger, const Word* smaller, std::int64_t words) {
+// Zeroes each split's smaller histogram and sets its partition cursors (left rows are written
+// from begin, right rows from begin + lefts).
+__global__ void PrepareKernel(const BatchSplit* splits, std::int64_t words,
+                              unsigned long long* cursors) {
+  const BatchSplit& split = splits[blockIdx.y];
   for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
        at += std::int64_t(gridDim.x) * blockDim.x) {
-    larger[at] -= smaller[at];
+    split.smaller[at] = 0;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    cursors[2 * blockIdx.y] = static_cast<unsigned long long>(split.begin);
+    cursors[2 * blockIdx.y + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+  }
+}
+
+// larger -= smaller for each split with a parent histogram.
+__global__ void SubtractBatchKernel(const BatchSplit* splits, std::int64_t words) {
+  const BatchSplit& split = splits[blockIdx.y];
+  if (split.larger == nullptr) return;
+  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
+       at += std::int64_t(gridDim.x) * blockDim.x) {
+    split.larger[at] -= split.smaller[at];
   }
 }
 
@@ -173,7 +197,7 @@ __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long
 }
 
 // One warp per (leaf, feature): the best split of that feature for that leaf.
-__global__ void ScanKernel(ScanLeaves leaves, int num_features, const std::int64_t* offsets,
+__global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::int64_t* offsets,
                            const int* num_bins, const std::uint8_t* categorical,
                            const std::uint8_t* tried, ScanParams params, Candidate* out) {
   const int task = blockIdx.x;
@@ -190,10 +214,10 @@ __global__ void ScanKernel(ScanLeaves leaves, int num_features, const std::int64
   best.left_hessian = 0;
   for (int word = 0; word < kBitsetWords; ++word) best.bitset[word] = 0;
   const int bins = num_bins[feature];
-  const long long* cells =
-      reinterpret_cast<const long long*>(leaves.histogram[at]) + 2 * offsets[feature];
-  const long long total_packed = leaves.total_packed[at];
-  const long long total_hessian = leaves.total_hessian[at];
+  const ScanLeaf leaf = leaves[at];
+  const long long* cells = reinterpret_cast<const long long*>(leaf.histogram) + 2 * offsets[feature];
+  const long long total_packed = leaf.total_packed;
+  const long long total_hessian = leaf.total_hessian;
   if (!tried[at * num_features + feature] || bins < 2) {
     if (lane == 0) out[task] = best;
     return;
@@ -212,7 +236,7 @@ __global__ void ScanKernel(ScanLeaves leaves, int num_features, const std::int64
   const long long missing_hessian = cells[2 * (bins - 1) + 1];
   const bool has_missing = CellCount(missing_packed) > 0;
   const int only = params.extra_trees
-                       ? ExtraTreesThreshold(params.seed, leaves.node_key[at], feature, bins)
+                       ? ExtraTreesThreshold(params.seed, leaf.node_key, feature, bins)
                        : -1;
   // Each lane's best: gain, then order key (missing side, threshold) for ties.
   double lane_gain = -INFINITY;
@@ -277,24 +301,67 @@ __global__ void ScanKernel(ScanLeaves leaves, int num_features, const std::int64
   }
 }
 
-// Whether a row goes left at a split (the CPU's Partition rule), or right when `invert`.
+// Whether a row goes left at a split (the CPU's Partition rule).
 template <typename Bin>
-struct GoesLeft {
-  const Bin* bins;
-  int stride;
-  SplitRule rule;
-  bool invert;
-  __device__ bool operator()(std::int32_t row) const {
-    const int bin = BinOf(bins, stride, row, rule.feature);
-    bool left;
-    if (rule.categorical) {
-      left = bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
-    } else {
-      left = bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
-    }
-    return left != invert;
+__device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& rule,
+                                std::int32_t row) {
+  const int bin = BinOf(bins, stride, row, rule.feature);
+  if (rule.categorical) {
+    return bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
   }
-};
+  return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
+}
+
+// Split blockIdx.y's rows go to spare: left ones from begin, right ones from begin + lefts,
+// each warp taking its slots with one atomic per side.
+template <typename Bin>
+__global__ void PartitionKernel(const Bin* bins, int stride, const BatchSplit* splits,
+                                const std::int32_t* order, std::int32_t* spare,
+                                unsigned long long* cursors) {
+  const BatchSplit& split = splits[blockIdx.y];
+  if (!split.partition) return;
+  const int lane = threadIdx.x % 32;
+  const unsigned below = (1u << lane) - 1u;
+  for (std::int64_t start = split.begin + blockIdx.x * std::int64_t(blockDim.x);
+       start < split.end; start += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t position = start + threadIdx.x;
+    const bool present = position < split.end;
+    const std::int32_t row = present ? order[position] : 0;
+    const bool left = present && GoesLeft(bins, stride, split.rule, row);
+    const unsigned lefts = __ballot_sync(0xffffffffu, left);
+    const unsigned rights = __ballot_sync(0xffffffffu, present && !left);
+    unsigned long long left_base = 0;
+    unsigned long long right_base = 0;
+    if (lane == 0) {
+      if (lefts != 0) left_base = atomicAdd(&cursors[2 * blockIdx.y], __popc(lefts));
+      if (rights != 0) right_base = atomicAdd(&cursors[2 * blockIdx.y + 1], __popc(rights));
+    }
+    left_base = __shfl_sync(0xffffffffu, left_base, 0);
+    right_base = __shfl_sync(0xffffffffu, right_base, 0);
+    if (present) {
+      const std::int64_t at = left ? std::int64_t(left_base) + __popc(lefts & below)
+                                   : std::int64_t(right_base) + __popc(rights & below);
+      spare[at] = row;
+    }
+  }
+}
+
+// Copies each partitioned range back from spare and checks that its sides have the sizes the
+// split's sums say.
+__global__ void CopyBackKernel(const BatchSplit* splits, const std::int32_t* spare,
+                               std::int32_t* order, const unsigned long long* cursors, int* bad) {
+  const BatchSplit& split = splits[blockIdx.y];
+  if (!split.partition) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0 &&
+      (cursors[2 * blockIdx.y] != static_cast<unsigned long long>(split.begin + split.lefts) ||
+       cursors[2 * blockIdx.y + 1] != static_cast<unsigned long long>(split.end))) {
+    *bad = 1;
+  }
+  for (std::int64_t at = split.begin + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       at < split.end; at += std::int64_t(gridDim.x) * blockDim.x) {
+    order[at] = spare[at];
+  }
+}
 
 __global__ void SequenceKernel(std::int32_t* out, std::int64_t count) {
   for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < count;
@@ -326,87 +393,64 @@ void CheckLaunch(const char* kernel) {
   if (error != cudaSuccess) device::ThrowCudaError(error, kernel, __FILE__, __LINE__);
 }
 
-void BuildHistogram(const DeviceBins& bins, const std::int32_t* order, std::int64_t begin,
-                    std::int64_t count, const GradientPair* pairs, const int* shared_groups,
-                    int shared_group_count, int shared_cells, const int* global_groups,
-                    int global_group_count, const std::int64_t* offsets, std::int64_t total_bins,
-                    int max_blocks, Word* histogram) {
-  TFG_CUDA_CHECK(cudaMemsetAsync(histogram, 0, 2 * sizeof(Word) * total_bins));
+void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::int64_t widest,
+              std::int32_t* order, std::int32_t* spare, unsigned long long* cursors, int* bad,
+              const GradientPair* pairs, const HistogramGroups& groups, int max_blocks) {
   if (count == 0) return;
-  const int groups = shared_group_count + global_group_count;
-  const std::int64_t per_group = count * std::max(1, bins.stride / std::max(1, groups));
-  const int blocks = std::min(GridFor(per_group, 8), max_blocks);
-  if (shared_group_count > 0) {
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(shared_group_count));
-    const std::size_t bytes = 2 * sizeof(Word) * static_cast<std::size_t>(shared_cells);
+  const std::int64_t words = 2 * groups.total_bins;
+  const unsigned batch = static_cast<unsigned>(count);
+  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch),
+                  kThreads>>>(splits, words, cursors);
+  CheckLaunch("PrepareKernel");
+  const dim3 rows_grid(static_cast<unsigned>(std::min(GridFor(widest, 4), max_blocks)), batch);
+  if (bins.bins16 != nullptr) {
+    PartitionKernel<std::uint16_t>
+        <<<rows_grid, kThreads>>>(bins.bins16, bins.stride, splits, order, spare, cursors);
+  } else {
+    PartitionKernel<std::uint8_t>
+        <<<rows_grid, kThreads>>>(bins.bins8, bins.stride, splits, order, spare, cursors);
+  }
+  CheckLaunch("PartitionKernel");
+  CopyBackKernel<<<rows_grid, kThreads>>>(splits, spare, order, cursors, bad);
+  CheckLaunch("CopyBackKernel");
+  // The smaller child holds at most half its parent's rows.
+  const std::int64_t per_group =
+      (widest / 2 + 1) * std::max(1, bins.stride / std::max(1, groups.shared_count + groups.global_count));
+  const unsigned blocks = static_cast<unsigned>(std::min(GridFor(per_group, 8), max_blocks));
+  if (groups.shared_count > 0) {
+    const dim3 grid(blocks, static_cast<unsigned>(groups.shared_count), batch);
+    const std::size_t bytes = 2 * sizeof(Word) * static_cast<std::size_t>(groups.shared_cells);
     if (bins.bins16 != nullptr) {
       HistogramKernel<std::uint16_t, true><<<grid, kThreads, bytes>>>(
-          bins.bins16, bins.stride, order, begin, count, pairs, shared_groups, offsets, histogram);
+          bins.bins16, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
     } else {
       HistogramKernel<std::uint8_t, true><<<grid, kThreads, bytes>>>(
-          bins.bins8, bins.stride, order, begin, count, pairs, shared_groups, offsets, histogram);
+          bins.bins8, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
     }
     CheckLaunch("HistogramKernel");
   }
-  if (global_group_count > 0) {
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(global_group_count));
+  if (groups.global_count > 0) {
+    const dim3 grid(blocks, static_cast<unsigned>(groups.global_count), batch);
     if (bins.bins16 != nullptr) {
       HistogramKernel<std::uint16_t, false><<<grid, kThreads>>>(
-          bins.bins16, bins.stride, order, begin, count, pairs, global_groups, offsets, histogram);
+          bins.bins16, bins.stride, order, splits, pairs, groups.global, groups.offsets);
     } else {
       HistogramKernel<std::uint8_t, false><<<grid, kThreads>>>(
-          bins.bins8, bins.stride, order, begin, count, pairs, global_groups, offsets, histogram);
+          bins.bins8, bins.stride, order, splits, pairs, groups.global, groups.offsets);
     }
     CheckLaunch("HistogramKernel (global)");
   }
+  SubtractBatchKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch),
+                        kThreads>>>(splits, words);
+  CheckLaunch("SubtractBatchKernel");
 }
 
-void SubtractHistogram(Word* larger, const Word* smaller, std::int64_t total_bins) {
-  const std::int64_t words = 2 * total_bins;
-  SubtractKernel<<<GridFor(words, 4), kThreads>>>(larger, smaller, words);
-  CheckLaunch("SubtractKernel");
-}
-
-void ScanSplits(const ScanLeaves& leaves, int leaf_count, int num_features,
+void ScanSplits(const ScanLeaf* leaves, int leaf_count, int num_features,
                 const std::int64_t* offsets, const int* num_bins, const std::uint8_t* categorical,
                 const std::uint8_t* tried, const ScanParams& params, Candidate* out) {
   ScanKernel<<<leaf_count * num_features, 32>>>(leaves, num_features, offsets, num_bins,
                                                 categorical, tried, params, out);
   CheckLaunch("ScanKernel");
-}
-
-std::size_t PartitionScratchBytes(std::int64_t rows) {
-  std::size_t bytes = 0;
-  GoesLeft<std::uint8_t> probe{};
-  TFG_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, static_cast<const std::int32_t*>(nullptr),
-                                       static_cast<std::int32_t*>(nullptr),
-                                       static_cast<int*>(nullptr), static_cast<int>(rows), probe));
-  return std::max<std::size_t>(bytes, 1);
-}
-
-void StablePartition(const DeviceBins& bins, const SplitRule& rule, std::int32_t* order,
-                     std::int32_t* spare, std::int64_t count, std::int64_t lefts, int* rights,
-                     void* scratch, std::size_t scratch_bytes) {
-  auto run = [&](const auto* cells) {
-    using Bin = std::remove_const_t<std::remove_pointer_t<decltype(cells)>>;
-    GoesLeft<Bin> goes{cells, bins.stride, rule, false};
-    std::size_t bytes = scratch_bytes;
-    // The left rows first (into spare[0, lefts)), then the right ones behind them; the count
-    // written last is the right side's.
-    TFG_CUDA_CHECK(cub::DeviceSelect::If(scratch, bytes, order, spare, rights,
-                                         static_cast<int>(count), goes));
-    goes.invert = true;
-    bytes = scratch_bytes;
-    TFG_CUDA_CHECK(cub::DeviceSelect::If(scratch, bytes, order, spare + lefts, rights,
-                                         static_cast<int>(count), goes));
-  };
-  if (bins.bins16 != nullptr) {
-    run(bins.bins16);
-  } else {
-    run(bins.bins8);
-  }
-  TFG_CUDA_CHECK(cudaMemcpyAsync(order, spare, sizeof(std::int32_t) * count,
-                                 cudaMemcpyDeviceToDevice));
 }
 
 void FillSequence(std::int32_t* order, std::int64_t count) {

@@ -47,12 +47,12 @@ struct Candidate {
   std::uint32_t bitset[kBitsetWords];
 };
 
-// The leaves of one scan (at most two).
-struct ScanLeaves {
-  const Word* histogram[2];
-  long long total_packed[2];
-  long long total_hessian[2];
-  std::uint64_t node_key[2];
+// One leaf to scan: its histogram and sums (and node key, for node-level sampling).
+struct ScanLeaf {
+  const Word* histogram;
+  long long total_packed;
+  long long total_hessian;
+  std::uint64_t node_key;
 };
 
 // A split as the partition reads it.
@@ -72,31 +72,45 @@ struct DeviceBins {
   int stride = 0;  // features per row
 };
 
-// Histogram of rows order[begin, begin + count) into `histogram` (zeroed first) for the feature
-// groups listed as (first, last) pairs: `shared_groups` summed in shared memory (at most
-// `shared_cells` cells each), `global_groups` straight in global memory.
-void BuildHistogram(const DeviceBins& bins, const std::int32_t* order, std::int64_t begin,
-                    std::int64_t count, const GradientPair* pairs, const int* shared_groups,
-                    int shared_group_count, int shared_cells, const int* global_groups,
-                    int global_group_count, const std::int64_t* offsets, std::int64_t total_bins,
-                    int max_blocks, Word* histogram);
+// One leaf split of a batch: its rows order[begin, end) are partitioned by `rule` (lefts of
+// them go left), the smaller child's histogram is built from its rows and the parent's
+// histogram becomes the larger child's by subtraction. The root is a "split" without
+// partition whose smaller child is all its rows.
+struct BatchSplit {
+  std::int64_t begin;
+  std::int64_t end;
+  std::int64_t lefts;
+  SplitRule rule;
+  Word* smaller;        // histogram built from rows (zeroed first)
+  Word* larger;         // the parent's histogram, becoming the larger child's (null: root)
+  int smaller_is_left;
+  int partition;        // 0: no partition (the root)
+};
 
-// larger -= smaller over `total_bins` cells.
-void SubtractHistogram(Word* larger, const Word* smaller, std::int64_t total_bins);
+// Feature groups for histogram launches, as (first, last) feature pairs on the device.
+struct HistogramGroups {
+  const int* shared = nullptr;  // groups summed in shared memory
+  int shared_count = 0;
+  int shared_cells = 0;         // most cells of one
+  const int* global = nullptr;  // single wide features summed in global memory
+  int global_count = 0;
+  const std::int64_t* offsets = nullptr;  // the histogram layout
+  std::int64_t total_bins = 0;
+};
 
-// Best split of each (leaf, feature) into out[leaf * num_features + feature].
-void ScanSplits(const ScanLeaves& leaves, int leaf_count, int num_features,
+// Runs a batch of `count` splits (descriptors in device memory): partitions (unstable within
+// each side; nothing downstream depends on the order of a leaf's rows, every sum being an
+// integer), histograms and subtractions, with `widest` the most rows of one leaf. A partition
+// whose sides disagree with its `lefts` sets *bad (device) to 1. `cursors` holds 2 * count.
+void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::int64_t widest,
+              std::int32_t* order, std::int32_t* spare, unsigned long long* cursors, int* bad,
+              const GradientPair* pairs, const HistogramGroups& groups, int max_blocks);
+
+// Best split of each (leaf, feature) into out[leaf * num_features + feature]; `leaves` and
+// `tried` (leaf_count * num_features flags) are device memory.
+void ScanSplits(const ScanLeaf* leaves, int leaf_count, int num_features,
                 const std::int64_t* offsets, const int* num_bins, const std::uint8_t* categorical,
                 const std::uint8_t* tried, const ScanParams& params, Candidate* out);
-
-// Scratch bytes StablePartition needs for up to `rows` rows.
-std::size_t PartitionScratchBytes(std::int64_t rows);
-
-// Stable partition of order[0, count) by `rule`: left rows, then right rows, each in their
-// order, through `spare`; writes the number of right rows to *rights (device).
-void StablePartition(const DeviceBins& bins, const SplitRule& rule, std::int32_t* order,
-                     std::int32_t* spare, std::int64_t count, std::int64_t lefts, int* rights,
-                     void* scratch, std::size_t scratch_bytes);
 
 // order[i] = i for i < count.
 void FillSequence(std::int32_t* order, std::int64_t count);

@@ -1,7 +1,8 @@
-// The leaf-wise growth loop shared by the CPU grower (grower.cc) and the CUDA grower
-// (device_grower.cu): which leaf splits next, how leaves and nodes are numbered, when a
-// histogram is no longer needed. The backends supply the data work (histograms, split scans,
-// partitions, leaf sums), so both grow the same tree from the same integer sums.
+// Leaf-wise growth, shared by the CPU grower (grower.cc) and the CUDA grower
+// (device_grower.cc): which leaf splits next (ChooseLeaf), how a split enters the tree
+// (CommitSplit), which split of a leaf is best (KeepBetterSplit). GrowLeafWise is the CPU's
+// loop over its data work; the CUDA grower splits batches of leaves ahead and replays the same
+// choices, so both grow the same tree from the same integer sums.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,32 @@ inline void KeepBetterSplit(LeafSplit& candidate, const GrowerParams& params, Gr
   }
 }
 
+// The leaf best-first growth splits next among `count` leaves (`best(leaf)` is its best
+// split): the largest gain, ties to the lowest leaf index; -1 when none can split.
+template <typename BestOf>
+int ChooseLeaf(int count, BestOf best) {
+  int chosen = -1;
+  for (int leaf = 0; leaf < count; ++leaf) {
+    const LeafSplit& split = best(leaf);
+    if (split.valid() && (chosen < 0 || split.gain > best(chosen).gain)) chosen = leaf;
+  }
+  return chosen;
+}
+
+// Adds `split` of tree leaf `leaf` to the tree; returns the new (right) leaf's index.
+inline int CommitSplit(Tree& tree, int leaf, const LeafSplit& split, const BinMapper& mapper) {
+  const FeatureBins& feature_bins = mapper.feature(split.feature);
+  TreeNode node;
+  node.feature = split.feature;
+  node.categorical = split.categorical;
+  node.default_left = split.default_left;
+  node.threshold_bin = static_cast<std::uint16_t>(split.threshold_bin);
+  node.missing_bin = static_cast<std::uint16_t>(feature_bins.missing_bin());
+  node.gain = split.gain;
+  if (!split.categorical) node.threshold = feature_bins.upper_bounds[split.threshold_bin];
+  return tree.SplitLeaf(leaf, node, split.left_bins);
+}
+
 // Grows one tree. `Ops` provides:
 //   HistogramBin Start()                       root histogram into leaf 0's; returns the sums
 //   std::int64_t RowCount()                    rows of the tree
@@ -79,29 +106,16 @@ Tree GrowLeafWise(Ops& ops, const GrowerParams& params, const BinMapper& mapper,
   }
   Tree tree(0.0);
   while (tree.num_leaves() < params.num_leaves) {
-    int chosen = -1;
-    for (int leaf = 0; leaf < static_cast<int>(leaves.size()); ++leaf) {
-      if (leaves[leaf].best.valid() &&
-          (chosen < 0 || leaves[leaf].best.gain > leaves[chosen].best.gain)) {
-        chosen = leaf;
-      }
-    }
+    const int chosen = ChooseLeaf(static_cast<int>(leaves.size()),
+                                  [&](int leaf) -> const LeafSplit& { return leaves[leaf].best; });
     if (chosen < 0) break;
     LeafSplit split = std::move(leaves[chosen].best);
     leaves[chosen].best = LeafSplit{};
-    const FeatureBins& feature_bins = mapper.feature(split.feature);
-    TreeNode node;
-    node.feature = split.feature;
-    node.categorical = split.categorical;
-    node.default_left = split.default_left;
-    node.threshold_bin = static_cast<std::uint16_t>(split.threshold_bin);
-    node.missing_bin = static_cast<std::uint16_t>(feature_bins.missing_bin());
-    node.gain = split.gain;
-    if (!split.categorical) node.threshold = feature_bins.upper_bounds[split.threshold_bin];
-    const int new_leaf = tree.SplitLeaf(chosen, node, split.left_bins);
+    const int new_leaf = CommitSplit(tree, chosen, split, mapper);
+    const int missing_bin = mapper.feature(split.feature).missing_bin();
 
     GrowingLeaf& parent = leaves[chosen];
-    const std::int64_t left_end = ops.Partition(split, node.missing_bin, parent.begin, parent.end);
+    const std::int64_t left_end = ops.Partition(split, missing_bin, parent.begin, parent.end);
     TFG_CHECK(left_end - parent.begin == split.left.count(),
               "partition sent {} rows left, the split's sums say {}", left_end - parent.begin,
               split.left.count());
