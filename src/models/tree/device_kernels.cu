@@ -13,6 +13,11 @@ namespace tabforge::tree::kernels {
 namespace {
 
 constexpr int kThreads = 256;
+// Rows one shared-memory histogram block sums: its 32-bit cells hold |gradient| <= 32767 times
+// this, and 16-bit hessian halves times this, exactly.
+constexpr std::int64_t kRowsPerBlock = 32768;
+// Fewest rows a shared-memory histogram block takes (below it, zeroing and flushing dominate).
+constexpr std::int64_t kMinRowsPerBlock = 2048;
 
 static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words");
 static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
@@ -36,49 +41,94 @@ __device__ inline int BinOf(const Bin* bins, int stride, std::int64_t row, int f
   return bins[static_cast<std::size_t>(row) * stride + feature];
 }
 
-// Histogram of split blockIdx.z's smaller child (its rows are positions of `order`) for the
-// features of group g = blockIdx.y: [groups[2g], groups[2g + 1]). Each block sums its share of
-// (row, feature) pairs into shared memory (or, for features too wide for it, straight into
-// global memory) and adds the nonzero cells to the histogram.
-template <typename Bin, bool kShared>
+// The smaller child of a batch split: positions [begin, begin + count) of the row order.
+__device__ inline void SmallerChild(const BatchSplit& split, std::int64_t& begin,
+                                    std::int64_t& count) {
+  begin = split.smaller_is_left ? split.begin : split.begin + split.lefts;
+  count = split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
+}
+
+// Histogram of split blockIdx.z's smaller child for the features of group g = blockIdx.y:
+// [groups[2g], groups[2g + 1]), summed in shared memory. Block x takes a contiguous run of at
+// most kRowsPerBlock rows, so its per-cell sums fit 32-bit words: the quantized gradient sum,
+// the count, and the fixed-point hessian as two 16-bit halves (32-bit shared atomics are native;
+// 64-bit ones are compare-and-swap loops). The nonzero cells are then added, in 64 bits, to the
+// histogram: integer sums, so the order of addition cannot matter.
+template <typename Bin>
 __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t* order,
                                 const BatchSplit* splits, const GradientPair* pairs,
                                 const int* groups, const std::int64_t* offsets) {
-  extern __shared__ Word shared[];
+  extern __shared__ std::uint32_t words[];
   const BatchSplit& split = splits[blockIdx.z];
-  const std::int64_t begin = split.smaller_is_left ? split.begin : split.begin + split.lefts;
-  const std::int64_t count =
-      split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
+  std::int64_t begin = 0;
+  std::int64_t count = 0;
+  SmallerChild(split, begin, count);
+  // A small leaf takes only the blocks it fills (a block costs a shared-memory zeroing and
+  // flush), a large one spreads over the grid.
+  std::int64_t rows_per_block = (count + gridDim.x - 1) / gridDim.x;
+  if (rows_per_block < kMinRowsPerBlock) rows_per_block = kMinRowsPerBlock;
+  const std::int64_t first_row = blockIdx.x * rows_per_block;
+  if (first_row >= count) return;  // a small leaf: no rows for this block
+  const std::int64_t rows =
+      rows_per_block < count - first_row ? rows_per_block : count - first_row;
+  const int first = groups[2 * blockIdx.y];
+  const int last = groups[2 * blockIdx.y + 1];
+  const int group_features = last - first;
+  const std::int64_t base = offsets[first];
+  const int cells = static_cast<int>(offsets[last] - base);
+  for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
+  __syncthreads();
+  const std::int64_t items = rows * group_features;
+  const std::int32_t* block_rows = order + begin + first_row;
+  for (std::int64_t item = threadIdx.x; item < items; item += blockDim.x) {
+    const int position = static_cast<int>(item / group_features);
+    const int feature = first + static_cast<int>(item - std::int64_t(position) * group_features);
+    const std::int32_t row = block_rows[position];
+    const GradientPair pair = pairs[row];
+    const int cell = static_cast<int>(offsets[feature] - base) + BinOf(bins, stride, row, feature);
+    std::uint32_t* at = words + 4 * cell;
+    atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+    atomicAdd(at + 1, 1u);
+    atomicAdd(at + 2, pair.hessian & 0xffffu);
+    atomicAdd(at + 3, pair.hessian >> 16);
+  }
+  __syncthreads();
+  Word* out = split.smaller + 2 * base;
+  for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
+    const std::uint32_t* at = words + 4 * cell;
+    if (at[1] == 0) continue;
+    const long long gradient = static_cast<std::int32_t>(at[0]);
+    atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
+    atomicAdd(&out[2 * cell + 1],
+              static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
+  }
+}
+
+// The same for features too wide for shared memory (16-bit bins): straight into the histogram
+// with 64-bit global atomics, over a grid-stride loop.
+template <typename Bin>
+__global__ void WideHistogramKernel(const Bin* bins, int stride, const std::int32_t* order,
+                                    const BatchSplit* splits, const GradientPair* pairs,
+                                    const int* groups, const std::int64_t* offsets) {
+  const BatchSplit& split = splits[blockIdx.z];
+  std::int64_t begin = 0;
+  std::int64_t count = 0;
+  SmallerChild(split, begin, count);
   const int first = groups[2 * blockIdx.y];
   const int last = groups[2 * blockIdx.y + 1];
   const int group_features = last - first;
   const std::int64_t items = count * group_features;
-  if (blockIdx.x * std::int64_t(blockDim.x) >= items) return;  // a small leaf: no work here
-  const std::int64_t base = offsets[first];
-  const int cells = static_cast<int>(offsets[last] - base);
-  Word* histogram = split.smaller;
-  Word* target = kShared ? shared : histogram + 2 * base;
-  if (kShared) {
-    for (int cell = threadIdx.x; cell < 2 * cells; cell += blockDim.x) shared[cell] = 0;
-    __syncthreads();
-  }
+  Word* target = split.smaller;
   for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
        item += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t position = item / group_features;
     const int feature = first + static_cast<int>(item - position * group_features);
-    const std::int64_t row = order[begin + position];
+    const std::int32_t row = order[begin + position];
     const GradientPair pair = pairs[row];
-    const int cell = static_cast<int>(offsets[feature] - base) + BinOf(bins, stride, row, feature);
+    const std::int64_t cell = offsets[feature] + BinOf(bins, stride, row, feature);
     atomicAdd(&target[2 * cell],
               static_cast<Word>(static_cast<long long>(pair.gradient) * (1ll << 32) + 1));
     atomicAdd(&target[2 * cell + 1], static_cast<Word>(pair.hessian));
-  }
-  if (kShared) {
-    __syncthreads();
-    Word* out = histogram + 2 * base;
-    for (int cell = threadIdx.x; cell < 2 * cells; cell += blockDim.x) {
-      if (shared[cell] != 0) atomicAdd(&out[cell], shared[cell]);
-    }
   }
 }
 
@@ -413,32 +463,37 @@ void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::
   CheckLaunch("PartitionKernel");
   CopyBackKernel<<<rows_grid, kThreads>>>(splits, spare, order, cursors, bad);
   CheckLaunch("CopyBackKernel");
-  // The smaller child holds at most half its parent's rows.
-  const std::int64_t per_group =
-      (widest / 2 + 1) * std::max(1, bins.stride / std::max(1, groups.shared_count + groups.global_count));
-  const unsigned blocks = static_cast<unsigned>(std::min(GridFor(per_group, 8), max_blocks));
+  // The smaller child holds at most half its parent's rows; a shared-memory block takes at
+  // most kRowsPerBlock of them (its 32-bit sums stay exact).
+  const std::int64_t child_rows = widest / 2 + 1;
   if (groups.shared_count > 0) {
+    const std::int64_t wanted = std::max<std::int64_t>(
+        (child_rows * std::max(1, bins.stride / groups.shared_count) + 4095) / 4096, 1);
+    const std::int64_t needed = (child_rows + kRowsPerBlock - 1) / kRowsPerBlock;
+    const unsigned blocks = static_cast<unsigned>(
+        std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, max_blocks), needed, 65535));
     const dim3 grid(blocks, static_cast<unsigned>(groups.shared_count), batch);
-    const std::size_t bytes = 2 * sizeof(Word) * static_cast<std::size_t>(groups.shared_cells);
+    const std::size_t bytes = 4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
     if (bins.bins16 != nullptr) {
-      HistogramKernel<std::uint16_t, true><<<grid, kThreads, bytes>>>(
+      HistogramKernel<std::uint16_t><<<grid, kThreads, bytes>>>(
           bins.bins16, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
     } else {
-      HistogramKernel<std::uint8_t, true><<<grid, kThreads, bytes>>>(
+      HistogramKernel<std::uint8_t><<<grid, kThreads, bytes>>>(
           bins.bins8, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
     }
     CheckLaunch("HistogramKernel");
   }
   if (groups.global_count > 0) {
+    const unsigned blocks = static_cast<unsigned>(std::min(GridFor(child_rows, 8), max_blocks));
     const dim3 grid(blocks, static_cast<unsigned>(groups.global_count), batch);
     if (bins.bins16 != nullptr) {
-      HistogramKernel<std::uint16_t, false><<<grid, kThreads>>>(
+      WideHistogramKernel<std::uint16_t><<<grid, kThreads>>>(
           bins.bins16, bins.stride, order, splits, pairs, groups.global, groups.offsets);
     } else {
-      HistogramKernel<std::uint8_t, false><<<grid, kThreads>>>(
+      WideHistogramKernel<std::uint8_t><<<grid, kThreads>>>(
           bins.bins8, bins.stride, order, splits, pairs, groups.global, groups.offsets);
     }
-    CheckLaunch("HistogramKernel (global)");
+    CheckLaunch("WideHistogramKernel");
   }
   SubtractBatchKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch),
                         kThreads>>>(splits, words);
