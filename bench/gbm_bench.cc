@@ -211,8 +211,7 @@ int main(int argc, char** argv) {
     }
     const std::string device = ArgValue(argc, argv, "--device", "cpu");
     if (device != "cpu" && device != "cuda") {
-      throw InvalidInput(
-          fmt::format("--device {}: the valid values are cpu and cuda", device));
+      throw InvalidInput(fmt::format("--device {}: the valid values are cpu and cuda", device));
     }
     const std::string params_json = ArgValue(argc, argv, "--params", "{}");
     const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));

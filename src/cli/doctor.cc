@@ -1,5 +1,7 @@
 // `tabforge doctor [--json] [--markdown] [--speed]`: the GPU environment in plain words, with a
 // remedy for each problem (device/doctor.h holds the checks).
+#include "device/doctor.h"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -9,7 +11,6 @@
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/timer.h"
-#include "device/doctor.h"
 #include "models/gbm/gbm.h"
 
 namespace tabforge::cli {
@@ -73,8 +74,8 @@ bool RunSpeedTest(const device::GpuEnvironment& env, const device::Diagnosis& di
       all_on_gpu = false;
       continue;
     }
-    fmt::print("  GPU {}     {:7.2f} s  {}: {:.1f}x the CPU; model {} the CPU's\n",
-               device.ordinal, seconds, device.name, cpu_seconds / seconds,
+    fmt::print("  GPU {}     {:7.2f} s  {}: {:.1f}x the CPU; model {} the CPU's\n", device.ordinal,
+               seconds, device.name, cpu_seconds / seconds,
                gpu.Serialize() == cpu_bytes ? "identical to" : "DIFFERS from");
   }
   return all_on_gpu;

@@ -17,9 +17,9 @@ namespace tabforge {
 // and devices: x = k ln 2 + r with |r| <= ln 2 / 2 (Cody and Waite's two-part ln 2), e^r from
 // its Taylor polynomial of degree 13 (truncation error below 1e-17), then scaled by 2^k.
 TFG_HOST_DEVICE inline double PortableExp(double x) {
-  if (x != x) return x;                        // NaN
-  if (x > 709.782712893384) return HUGE_VAL;   // beyond the largest double
-  if (x < -745.1332191019412) return 0.0;      // below the smallest subnormal
+  if (x != x) return x;                       // NaN
+  if (x > 709.782712893384) return HUGE_VAL;  // beyond the largest double
+  if (x < -745.1332191019412) return 0.0;     // below the smallest subnormal
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2High = 6.93147180369123816490e-01;  // ln 2's leading bits (k * it exact)
   constexpr double kLn2Low = 1.90821492927058770002e-10;   // ln 2 - kLn2High

@@ -14,12 +14,12 @@ namespace tabforge::device {
 
 }  // namespace tabforge::device
 
-#define TFG_CUDA_CHECK(call)                                                      \
-  do {                                                                            \
-    const cudaError_t tfg_cuda_error = (call);                                    \
-    if (tfg_cuda_error != cudaSuccess) {                                          \
+#define TFG_CUDA_CHECK(call)                                                         \
+  do {                                                                               \
+    const cudaError_t tfg_cuda_error = (call);                                       \
+    if (tfg_cuda_error != cudaSuccess) {                                             \
       ::tabforge::device::ThrowCudaError(tfg_cuda_error, #call, __FILE__, __LINE__); \
-    }                                                                             \
+    }                                                                                \
   } while (false)
 
 namespace tabforge::device {

@@ -1,5 +1,7 @@
 // CUDA build: device lookup through the runtime API, and the checked-call error (host code;
 // the CPU-only build has cuda_device_cpu_only.cc).
+#include "device/cuda_device.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
@@ -7,7 +9,6 @@
 
 #include "core/error.h"
 #include "device/cuda_check.h"
-#include "device/cuda_device.h"
 
 namespace tabforge::device {
 
@@ -29,8 +30,9 @@ void ThrowCudaError(cudaError_t error, const char* call, const char* file, int l
   }
   std::string remedy;
   if (error == cudaErrorMemoryAllocation) {
-    remedy = "; the GPU ran out of memory: lower gpu_memory_fraction, free the memory other "
-             "processes hold (nvidia-smi lists them) or train on the CPU";
+    remedy =
+        "; the GPU ran out of memory: lower gpu_memory_fraction, free the memory other "
+        "processes hold (nvidia-smi lists them) or train on the CPU";
   }
   throw CudaError(std::string("CUDA call ") + call + " failed on device " +
                   std::to_string(ordinal) + " (" + name + "): " + cudaGetErrorName(error) + ", " +
@@ -44,14 +46,14 @@ CudaDeviceInfo QueryCudaDevice(int ordinal) {
   info.runtime_version = CUDART_VERSION;
   cudaDriverGetVersion(&info.driver_version);
   if (info.driver_version == 0) {
-    info.problem = "no NVIDIA driver is installed or loaded (libcuda.so.1 / nvcuda.dll not "
-                   "found); install the NVIDIA driver for this GPU";
+    info.problem =
+        "no NVIDIA driver is installed or loaded (libcuda.so.1 / nvcuda.dll not "
+        "found); install the NVIDIA driver for this GPU";
     return info;
   }
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status == cudaErrorInsufficientDriver ||
-      info.driver_version < CUDART_VERSION / 1000 * 1000) {
+  if (status == cudaErrorInsufficientDriver || info.driver_version < CUDART_VERSION / 1000 * 1000) {
     info.problem = "the NVIDIA driver supports CUDA " + VersionText(info.driver_version) +
                    " but this build needs CUDA " + VersionText(CUDART_VERSION) +
                    "; update the NVIDIA driver";
@@ -59,11 +61,12 @@ CudaDeviceInfo QueryCudaDevice(int ordinal) {
   }
   if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0)) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    info.problem = visible != nullptr
-                       ? std::string("no CUDA device is visible; CUDA_VISIBLE_DEVICES is set to '") +
-                             visible + "', which hides the others"
-                       : "no CUDA device is visible (no NVIDIA GPU, or a container started "
-                         "without GPU access: docker run --gpus all)";
+    info.problem =
+        visible != nullptr
+            ? std::string("no CUDA device is visible; CUDA_VISIBLE_DEVICES is set to '") + visible +
+                  "', which hides the others"
+            : "no CUDA device is visible (no NVIDIA GPU, or a container started "
+              "without GPU access: docker run --gpus all)";
     return info;
   }
   if (status != cudaSuccess) {
@@ -88,8 +91,7 @@ CudaDeviceInfo QueryCudaDevice(int ordinal) {
   info.multiprocessors = properties.multiProcessorCount;
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
-  if (const cudaError_t memory = cudaMemGetInfo(&free_bytes, &total_bytes);
-      memory != cudaSuccess) {
+  if (const cudaError_t memory = cudaMemGetInfo(&free_bytes, &total_bytes); memory != cudaSuccess) {
     info.problem = std::string("CUDA device ") + std::to_string(ordinal) +
                    " does not answer: " + cudaGetErrorString(memory);
     return info;

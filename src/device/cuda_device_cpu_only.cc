@@ -6,8 +6,9 @@ namespace tabforge::device {
 CudaDeviceInfo QueryCudaDevice(int ordinal) {
   CudaDeviceInfo info;
   info.ordinal = ordinal;
-  info.problem = "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a "
-                 "machine with the CUDA toolkit for GPU training";
+  info.problem =
+      "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a "
+      "machine with the CUDA toolkit for GPU training";
   return info;
 }
 

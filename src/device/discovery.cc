@@ -183,7 +183,8 @@ void FindDriver(GpuEnvironment& env) {
       }
       unsigned int listed = 64;
       std::vector<NvmlProcessInfo> processes(listed);
-      if (nvml_processes != nullptr && nvml_processes(nvml_device, &listed, processes.data()) == 0) {
+      if (nvml_processes != nullptr &&
+          nvml_processes(nvml_device, &listed, processes.data()) == 0) {
         for (unsigned int at = 0; at < listed && at < processes.size(); ++at) {
           GpuProcess process;
           process.pid = processes[at].pid;
@@ -210,12 +211,11 @@ void FindSurroundings(GpuEnvironment& env) {
 #ifdef _WIN32
   env.windows = true;
 #else
-  env.in_container = std::filesystem::exists("/.dockerenv") ||
-                     std::filesystem::exists("/run/.containerenv") ||
-                     FileContains("/proc/1/cgroup", "docker") ||
-                     FileContains("/proc/1/cgroup", "kubepods");
-  env.in_wsl = FileContains("/proc/version", "microsoft") ||
-               FileContains("/proc/version", "Microsoft");
+  env.in_container =
+      std::filesystem::exists("/.dockerenv") || std::filesystem::exists("/run/.containerenv") ||
+      FileContains("/proc/1/cgroup", "docker") || FileContains("/proc/1/cgroup", "kubepods");
+  env.in_wsl =
+      FileContains("/proc/version", "microsoft") || FileContains("/proc/version", "Microsoft");
 #endif
   env.cuda_path = Env("CUDA_PATH", &env.cuda_path_set);
   env.search_path = Env("PATH");
@@ -287,7 +287,8 @@ void ApplyInjections(GpuEnvironment& env) {
     for (const std::string& spec : SplitOn(value, ';')) {
       const std::vector<std::string> fields = SplitOn(spec, ',');
       GpuProcess process;
-      process.pid = fields.size() > 0 ? static_cast<std::uint32_t>(std::atol(fields[0].c_str())) : 0;
+      process.pid =
+          fields.size() > 0 ? static_cast<std::uint32_t>(std::atol(fields[0].c_str())) : 0;
       process.name = fields.size() > 1 ? fields[1] : "";
       process.used_bytes =
           fields.size() > 2 ? static_cast<std::int64_t>(std::atof(fields[2].c_str()) * 1e9) : -1;

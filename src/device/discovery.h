@@ -37,37 +37,37 @@ struct GpuDevice {
   int minor = 0;
   int multiprocessors = 0;
   std::int64_t total_bytes = 0;
-  std::int64_t free_bytes = -1;   // -1: unknown
-  int utilization_percent = -1;   // NVML; -1: unknown
+  std::int64_t free_bytes = -1;       // -1: unknown
+  int utilization_percent = -1;       // NVML; -1: unknown
   std::vector<GpuProcess> processes;  // NVML: processes holding memory on it
 };
 
 struct GpuEnvironment {
   // This build.
   bool built_with_cuda = false;
-  int runtime_version = 0;          // CUDA runtime compiled in, e.g. 13000
-  std::string architectures;        // compiled GPU architectures, e.g. "75;80;86;89;90"
+  int runtime_version = 0;    // CUDA runtime compiled in, e.g. 13000
+  std::string architectures;  // compiled GPU architectures, e.g. "75;80;86;89;90"
   // The driver.
   bool driver_found = false;
-  std::string driver_error;         // why libcuda could not be opened
-  int driver_cuda_version = 0;      // highest CUDA version it supports, e.g. 13000
-  std::string driver_version;       // e.g. "580.65.06" (NVML), or "" when unknown
-  std::string init_error;           // cuInit's error name, "" when it succeeded
+  std::string driver_error;     // why libcuda could not be opened
+  int driver_cuda_version = 0;  // highest CUDA version it supports, e.g. 13000
+  std::string driver_version;   // e.g. "580.65.06" (NVML), or "" when unknown
+  std::string init_error;       // cuInit's error name, "" when it succeeded
   bool nvml_found = false;
   std::string nvml_error;
   std::vector<GpuDevice> devices;
   // The surroundings.
   bool visible_devices_set = false;
-  std::string visible_devices;      // CUDA_VISIBLE_DEVICES
+  std::string visible_devices;  // CUDA_VISIBLE_DEVICES
   bool in_container = false;
   bool in_wsl = false;
   bool windows = false;
   bool cuda_path_set = false;
-  std::string cuda_path;            // CUDA_PATH
-  std::string search_path;          // PATH (the DLL search path on Windows)
-  std::string install_dir;          // where tabforge runs from
+  std::string cuda_path;    // CUDA_PATH
+  std::string search_path;  // PATH (the DLL search path on Windows)
+  std::string install_dir;  // where tabforge runs from
   std::string work_dir;
-  bool injected = false;            // some value came from TABFORGE_INJECT_*
+  bool injected = false;  // some value came from TABFORGE_INJECT_*
 };
 
 // Looks at the machine (and applies any TABFORGE_INJECT_* values).

@@ -56,9 +56,7 @@ CheckResult Result(const char* id, CheckStatus status, std::string finding,
   return result;
 }
 
-bool NoDeviceError(const std::string& init_error) {
-  return init_error == "CUDA_ERROR_NO_DEVICE";
-}
+bool NoDeviceError(const std::string& init_error) { return init_error == "CUDA_ERROR_NO_DEVICE"; }
 
 }  // namespace
 
@@ -137,9 +135,9 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
 
   // cuda_build
   if (env.built_with_cuda) {
-    checks.push_back(Result("cuda_build", CheckStatus::kOk,
-                            fmt::format("built with CUDA {} for architectures {}", runtime,
-                                        env.architectures)));
+    checks.push_back(
+        Result("cuda_build", CheckStatus::kOk,
+               fmt::format("built with CUDA {} for architectures {}", runtime, env.architectures)));
   } else {
     checks.push_back(Result(
         "cuda_build", CheckStatus::kError, "this tabforge was built without CUDA support",
@@ -148,11 +146,10 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
   }
   // driver
   if (env.driver_found) {
-    checks.push_back(Result(
-        "driver", CheckStatus::kOk,
-        fmt::format("NVIDIA driver {}supports CUDA {}",
-                    env.driver_version.empty() ? "" : env.driver_version + " ",
-                    CudaVersionText(env.driver_cuda_version))));
+    checks.push_back(Result("driver", CheckStatus::kOk,
+                            fmt::format("NVIDIA driver {}supports CUDA {}",
+                                        env.driver_version.empty() ? "" : env.driver_version + " ",
+                                        CudaVersionText(env.driver_cuda_version))));
   } else {
     checks.push_back(Result(
         "driver", CheckStatus::kError,
@@ -182,13 +179,13 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
         "update the NVIDIA driver to at least " + MinimumDriver(env.runtime_version)));
   } else {
     driver_ok = false;
-    checks.push_back(Result(
-        "driver_version", CheckStatus::kError,
-        fmt::format("the driver supports CUDA {} but this build needs CUDA {}",
-                    CudaVersionText(env.driver_cuda_version), runtime),
-        "update the NVIDIA driver to at least " + MinimumDriver(env.runtime_version) +
-            ", or use a tabforge built for CUDA " + CudaVersionText(env.driver_cuda_version),
-        true));
+    checks.push_back(
+        Result("driver_version", CheckStatus::kError,
+               fmt::format("the driver supports CUDA {} but this build needs CUDA {}",
+                           CudaVersionText(env.driver_cuda_version), runtime),
+               "update the NVIDIA driver to at least " + MinimumDriver(env.runtime_version) +
+                   ", or use a tabforge built for CUDA " + CudaVersionText(env.driver_cuda_version),
+               true));
   }
   // cuda_init
   if (!env.driver_found) {
@@ -219,8 +216,7 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
         "lists (workers inherit it from the process that starts them)"));
   } else if (env.in_container) {
     checks.push_back(Result(
-        "device_visible", CheckStatus::kError,
-        "no GPU is visible inside this container",
+        "device_visible", CheckStatus::kError, "no GPU is visible inside this container",
         "start the container with GPU access: docker run --gpus all (NVIDIA Container Toolkit "
         "installed on the host), or the nvidia.com/gpu resource on Kubernetes"));
   } else if (env.in_wsl) {
@@ -240,9 +236,8 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
     std::vector<std::string> old, no_fp16, no_bf16;
     for (const GpuDevice& device : env.devices) {
       const int capability = device.major * 10 + device.minor;
-      const std::string label =
-          fmt::format("GPU {} ({}, compute {}.{})", device.ordinal, device.name, device.major,
-                      device.minor);
+      const std::string label = fmt::format("GPU {} ({}, compute {}.{})", device.ordinal,
+                                            device.name, device.major, device.minor);
       if (lowest > 0 && capability < lowest) {
         old.push_back(label);
         continue;
@@ -262,11 +257,11 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
     if (env.devices.empty()) {
       checks.push_back(Result("compute_capability", CheckStatus::kOk, "not checked (no GPU)"));
     } else if (!old.empty()) {
-      checks.push_back(Result(
-          "compute_capability", usable.empty() ? CheckStatus::kError : CheckStatus::kWarning,
-          fmt::format("{} older than this build's kernels (compute {}.{} and newer)", join(old),
-                      lowest / 10, lowest % 10),
-          "use a newer GPU, or build tabforge with CMAKE_CUDA_ARCHITECTURES including it"));
+      checks.push_back(
+          Result("compute_capability", usable.empty() ? CheckStatus::kError : CheckStatus::kWarning,
+                 fmt::format("{} older than this build's kernels (compute {}.{} and newer)",
+                             join(old), lowest / 10, lowest % 10),
+                 "use a newer GPU, or build tabforge with CMAKE_CUDA_ARCHITECTURES including it"));
     } else if (!no_fp16.empty()) {
       checks.push_back(Result("compute_capability", CheckStatus::kWarning,
                               join(no_fp16) + ": below compute 7.0, no tensor-core fp16",
@@ -296,24 +291,23 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
                double(device.free_bytes) < kLowFreeFraction * double(device.total_bytes)) {
       std::string holders;
       for (const GpuProcess& process : device.processes) {
-        holders += fmt::format("{}pid {} {}{}", holders.empty() ? "" : ", ", process.pid,
-                               process.name.empty() ? "(unnamed)" : process.name,
-                               process.used_bytes >= 0 ? " (" + Gigabytes(process.used_bytes) + ")"
-                                                       : std::string());
+        holders += fmt::format(
+            "{}pid {} {}{}", holders.empty() ? "" : ", ", process.pid,
+            process.name.empty() ? "(unnamed)" : process.name,
+            process.used_bytes >= 0 ? " (" + Gigabytes(process.used_bytes) + ")" : std::string());
       }
       checks.push_back(Result(
           "memory", CheckStatus::kWarning,
           fmt::format("GPU {} has {} free of {}{}", device.ordinal, Gigabytes(device.free_bytes),
-                      Gigabytes(device.total_bytes),
-                      holders.empty() ? "" : "; held by " + holders),
+                      Gigabytes(device.total_bytes), holders.empty() ? "" : "; held by " + holders),
           "end the processes holding GPU memory or pick another GPU (--gpu-id / gpu_device_id); "
           "a fit whose data does not fit falls back to the CPU (gpu_memory_fraction caps what "
           "it takes)"));
     } else {
-      checks.push_back(Result("memory", CheckStatus::kOk,
-                              fmt::format("GPU {}: {} free of {}", device.ordinal,
-                                          Gigabytes(device.free_bytes),
-                                          Gigabytes(device.total_bytes))));
+      checks.push_back(
+          Result("memory", CheckStatus::kOk,
+                 fmt::format("GPU {}: {} free of {}", device.ordinal, Gigabytes(device.free_bytes),
+                             Gigabytes(device.total_bytes))));
     }
   }
   // nvml
@@ -351,7 +345,8 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
                       runtime, wanted),
           true));
     } else {
-      checks.push_back(Result("windows_cuda_path", CheckStatus::kOk, "CUDA_PATH is " + env.cuda_path));
+      checks.push_back(
+          Result("windows_cuda_path", CheckStatus::kOk, "CUDA_PATH is " + env.cuda_path));
     }
     const std::string bin = NormalPath(env.cuda_path + "\\bin");
     bool on_path = false;
@@ -359,7 +354,8 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
     const std::string path = env.search_path;
     while (at <= path.size()) {
       const std::size_t end = path.find(';', at);
-      const std::string entry = path.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      const std::string entry =
+          path.substr(at, end == std::string::npos ? std::string::npos : end - at);
       if (env.cuda_path_set && NormalPath(entry) == bin) on_path = true;
       if (NormalPath(entry).find("/cuda/" + NormalPath(wanted) + "/bin") != std::string::npos) {
         on_path = true;
@@ -381,8 +377,9 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
           true));
     }
     std::vector<std::string> odd;
-    for (const auto& [what, folder] : {std::pair<std::string, std::string>{"install", env.install_dir},
-                                       {"working", env.work_dir}}) {
+    for (const auto& [what, folder] :
+         {std::pair<std::string, std::string>{"install", env.install_dir},
+          {"working", env.work_dir}}) {
       if (folder.find(' ') != std::string::npos || HasNonAscii(folder)) {
         odd.push_back(fmt::format("the {} folder '{}'", what, folder));
       }
@@ -444,24 +441,24 @@ std::string FormatReport(const GpuEnvironment& env, const Diagnosis& diagnosis) 
     out += fmt::format("  CUDA_VISIBLE_DEVICES = '{}'\n", env.visible_devices);
   }
   for (const GpuDevice& device : env.devices) {
-    out += fmt::format("  GPU {}     {} · compute {}.{} · {} SMs · {} total, {} free{}\n",
-                       device.ordinal, device.name, device.major, device.minor,
-                       device.multiprocessors, Gigabytes(device.total_bytes),
-                       device.free_bytes >= 0 ? Gigabytes(device.free_bytes) : "?",
-                       device.utilization_percent >= 0
-                           ? fmt::format(" · {}% busy", device.utilization_percent)
-                           : std::string());
+    out += fmt::format(
+        "  GPU {}     {} · compute {}.{} · {} SMs · {} total, {} free{}\n", device.ordinal,
+        device.name, device.major, device.minor, device.multiprocessors,
+        Gigabytes(device.total_bytes), device.free_bytes >= 0 ? Gigabytes(device.free_bytes) : "?",
+        device.utilization_percent >= 0 ? fmt::format(" · {}% busy", device.utilization_percent)
+                                        : std::string());
     for (const GpuProcess& process : device.processes) {
-      out += fmt::format("            process {} {}{}\n", process.pid, process.name,
-                         process.used_bytes >= 0 ? " holds " + Gigabytes(process.used_bytes)
-                                                 : std::string());
+      out += fmt::format(
+          "            process {} {}{}\n", process.pid, process.name,
+          process.used_bytes >= 0 ? " holds " + Gigabytes(process.used_bytes) : std::string());
     }
   }
   if (env.injected) out += "  (some values injected through TABFORGE_INJECT_*)\n";
   out += "checks\n";
   for (const CheckResult& check : diagnosis.checks) {
     out += fmt::format("  {:<8} {:<19} {}\n", StatusName(check.status), check.id, check.finding);
-    if (!check.remedy.empty()) out += fmt::format("  {:<8} {:<19} remedy: {}\n", "", "", check.remedy);
+    if (!check.remedy.empty())
+      out += fmt::format("  {:<8} {:<19} remedy: {}\n", "", "", check.remedy);
   }
   out += fmt::format("verdict: {} (exit {})\n", diagnosis.verdict, diagnosis.exit_status);
   return out;
@@ -484,14 +481,15 @@ std::string FormatJson(const GpuEnvironment& env, const Diagnosis& diagnosis) {
       processes.push_back(
           {{"pid", process.pid}, {"name", process.name}, {"used_bytes", process.used_bytes}});
     }
-    out["devices"].push_back({{"ordinal", device.ordinal},
-                              {"name", device.name},
-                              {"compute_capability", fmt::format("{}.{}", device.major, device.minor)},
-                              {"multiprocessors", device.multiprocessors},
-                              {"total_bytes", device.total_bytes},
-                              {"free_bytes", device.free_bytes},
-                              {"utilization_percent", device.utilization_percent},
-                              {"processes", processes}});
+    out["devices"].push_back(
+        {{"ordinal", device.ordinal},
+         {"name", device.name},
+         {"compute_capability", fmt::format("{}.{}", device.major, device.minor)},
+         {"multiprocessors", device.multiprocessors},
+         {"total_bytes", device.total_bytes},
+         {"free_bytes", device.free_bytes},
+         {"utilization_percent", device.utilization_percent},
+         {"processes", processes}});
   }
   out["checks"] = nlohmann::json::array();
   for (const CheckResult& check : diagnosis.checks) {

@@ -26,8 +26,8 @@ const std::vector<CheckRow>& CheckTable();
 struct CheckResult {
   std::string id;
   CheckStatus status = CheckStatus::kOk;
-  std::string finding;  // one line
-  std::string remedy;   // empty when ok
+  std::string finding;      // one line
+  std::string remedy;       // empty when ok
   bool breaks_gpu = false;  // an error here means the environment is broken (not merely
                             // without a GPU)
 };

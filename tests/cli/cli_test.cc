@@ -16,8 +16,9 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-CommandResult Tabforge(const std::string& arguments) {
-  std::string command = std::string(TABFORGE_CLI_PATH) + " " + arguments + " 2>&1";
+// Runs tabforge with `environment` ("NAME=value ..." assignments, or "") before it.
+CommandResult TabforgeWith(const std::string& environment, const std::string& arguments) {
+  std::string command = environment + std::string(TABFORGE_CLI_PATH) + " " + arguments + " 2>&1";
   CommandResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -29,6 +30,8 @@ CommandResult Tabforge(const std::string& arguments) {
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
+
+CommandResult Tabforge(const std::string& arguments) { return TabforgeWith("", arguments); }
 
 TEST(Cli, VersionAndHelp) {
   CommandResult version = Tabforge("--version");
@@ -196,3 +199,54 @@ TEST(Cli, FitPredictEvaluateLeaderboardSummaryOnTitanic) {
   EXPECT_EQ(stacked.status, 1) << stacked.output;
   EXPECT_NE(stacked.output.find("num_bag_folds"), std::string::npos) << stacked.output;
 }
+
+namespace {
+
+// `tabforge doctor` with an environment pretended through TABFORGE_INJECT_* (read only by the
+// discovery layer): its report, JSON and exit status.
+TEST(Cli, DoctorExitStatusFollowsTheEnvironment) {
+  const std::string healthy =
+      "TABFORGE_INJECT_RUNTIME=13.0 TABFORGE_INJECT_ARCHITECTURES='75;80;86;89;90' "
+      "TABFORGE_INJECT_DRIVER=13.0 TABFORGE_INJECT_DEVICES='NVIDIA H200,9.0,150,140' ";
+  CommandResult ok = TabforgeWith(healthy, "doctor");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("GPU training will work: GPU 0 (NVIDIA H200)"), std::string::npos)
+      << ok.output;
+  CommandResult no_driver = TabforgeWith("TABFORGE_INJECT_DRIVER=missing ", "doctor --json");
+  EXPECT_EQ(no_driver.status, 1) << no_driver.output;
+  const nlohmann::json report = nlohmann::json::parse(no_driver.output);
+  EXPECT_EQ(report["exit_status"], 1);
+  EXPECT_EQ(report["checks"][1]["id"], "driver");
+  EXPECT_EQ(report["checks"][1]["status"], "error");
+  CommandResult old = TabforgeWith(healthy + "TABFORGE_INJECT_DRIVER=12.2 ", "doctor");
+  EXPECT_EQ(old.status, 2) << old.output;
+  EXPECT_NE(old.output.find("remedy: update the NVIDIA driver to at least 580.65.06"),
+            std::string::npos)
+      << old.output;
+  CommandResult table = Tabforge("doctor --markdown");
+  EXPECT_EQ(table.status, 0);
+  EXPECT_NE(table.output.find("| `memory` |"), std::string::npos) << table.output;
+}
+
+// On a machine without a usable GPU, `fit --gpus 1` trains on the CPU and says why in one line.
+TEST(Cli, FitWithGpusFallsBackToTheCpuWithOneLine) {
+  TFG_REQUIRE_DATASETS();
+  const std::string data = tabforge::testing::DatasetPath("titanic.csv.gz");
+  const std::string dir = tabforge::testing::TempDir("cli_gpus");
+  CommandResult fit = TabforgeWith(
+      "TABFORGE_INJECT_DRIVER=missing ",
+      "fit --train " + data + " --label survived --time-limit 20 --gpus 1 -o " + dir + "/model");
+  ASSERT_EQ(fit.status, 0) << fit.output;
+  const std::string line = "GPU: --gpus 1 asked, but no usable GPU (no NVIDIA driver";
+  const std::size_t at = fit.output.find(line);
+  ASSERT_NE(at, std::string::npos) << fit.output;
+  EXPECT_EQ(fit.output.find(line, at + 1), std::string::npos) << "said more than once";
+  EXPECT_NE(fit.output.find("training on the CPU"), std::string::npos);
+  EXPECT_NE(fit.output.find("best model:"), std::string::npos) << fit.output;
+  CommandResult bad =
+      Tabforge("fit --train " + data + " --label survived --gpus many -o " + dir + "/other");
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--gpus 'many' is not valid"), std::string::npos) << bad.output;
+}
+
+}  // namespace

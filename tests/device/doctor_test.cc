@@ -14,23 +14,20 @@ namespace tabforge::device {
 namespace {
 
 const char* const kInjected[] = {
-    "TABFORGE_INJECT_DRIVER",    "TABFORGE_INJECT_INIT_ERROR",    "TABFORGE_INJECT_DEVICES",
-    "TABFORGE_INJECT_PROCESSES", "TABFORGE_INJECT_NVML",          "TABFORGE_INJECT_NO_CUDA_BUILD",
-    "TABFORGE_INJECT_RUNTIME",   "TABFORGE_INJECT_ARCHITECTURES", "TABFORGE_INJECT_CONTAINER",
-    "TABFORGE_INJECT_OS",        "TABFORGE_INJECT_CUDA_PATH",     "TABFORGE_INJECT_PATH",
-    "TABFORGE_INJECT_INSTALL_DIR", "TABFORGE_INJECT_WORK_DIR",    "CUDA_VISIBLE_DEVICES"};
+    "TABFORGE_INJECT_DRIVER",      "TABFORGE_INJECT_INIT_ERROR",    "TABFORGE_INJECT_DEVICES",
+    "TABFORGE_INJECT_PROCESSES",   "TABFORGE_INJECT_NVML",          "TABFORGE_INJECT_NO_CUDA_BUILD",
+    "TABFORGE_INJECT_RUNTIME",     "TABFORGE_INJECT_ARCHITECTURES", "TABFORGE_INJECT_CONTAINER",
+    "TABFORGE_INJECT_OS",          "TABFORGE_INJECT_CUDA_PATH",     "TABFORGE_INJECT_PATH",
+    "TABFORGE_INJECT_INSTALL_DIR", "TABFORGE_INJECT_WORK_DIR",      "CUDA_VISIBLE_DEVICES"};
 
 // Runs discovery with exactly `values` injected (on top of a healthy default GPU machine
 // unless the values replace it) and returns the diagnosis.
 Diagnosis Inject(std::map<std::string, std::string> values) {
   for (const char* name : kInjected) unsetenv(name);
   const std::map<std::string, std::string> healthy = {
-      {"TABFORGE_INJECT_RUNTIME", "13.0"},
-      {"TABFORGE_INJECT_ARCHITECTURES", "75;80;86;89;90"},
-      {"TABFORGE_INJECT_DRIVER", "13.0"},
-      {"TABFORGE_INJECT_DEVICES", "NVIDIA H200,9.0,150,140"},
-      {"TABFORGE_INJECT_PROCESSES", ""},
-      {"TABFORGE_INJECT_CONTAINER", "0"},
+      {"TABFORGE_INJECT_RUNTIME", "13.0"}, {"TABFORGE_INJECT_ARCHITECTURES", "75;80;86;89;90"},
+      {"TABFORGE_INJECT_DRIVER", "13.0"},  {"TABFORGE_INJECT_DEVICES", "NVIDIA H200,9.0,150,140"},
+      {"TABFORGE_INJECT_PROCESSES", ""},   {"TABFORGE_INJECT_CONTAINER", "0"},
       {"TABFORGE_INJECT_OS", "linux"}};
   for (const auto& [name, value] : healthy) values.emplace(name, value);
   for (const auto& [name, value] : values) {
@@ -184,8 +181,8 @@ TEST(Doctor, WindowsPaths) {
   EXPECT_EQ(Check(unset, "windows_cuda_path").status, CheckStatus::kWarning);
   EXPECT_TRUE(Has(Check(unset, "windows_cuda_path").finding, "CUDA_PATH is not set"));
 
-  const Diagnosis other = with(
-      {{"TABFORGE_INJECT_CUDA_PATH", "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"}});
+  const Diagnosis other = with({{"TABFORGE_INJECT_CUDA_PATH",
+                                 "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"}});
   EXPECT_EQ(Check(other, "windows_cuda_path").status, CheckStatus::kError);
   EXPECT_TRUE(Has(Check(other, "windows_cuda_path").finding, "not the CUDA 13.0"));
   EXPECT_EQ(other.exit_status, 2);
@@ -205,8 +202,8 @@ TEST(Doctor, WindowsPaths) {
 TEST(Doctor, EveryCheckRowHasAnInjectedProblem) {
   // The tests above drive each row to a warning or an error; keep the table and them in step.
   const std::vector<std::string> covered = {
-      "cuda_build", "driver",  "driver_version",    "cuda_init",        "device_visible",
-      "compute_capability", "memory", "nvml", "windows_cuda_path", "windows_dll_path",
+      "cuda_build",         "driver", "driver_version", "cuda_init",         "device_visible",
+      "compute_capability", "memory", "nvml",           "windows_cuda_path", "windows_dll_path",
       "path_characters"};
   ASSERT_EQ(CheckTable().size(), covered.size());
   for (std::size_t at = 0; at < covered.size(); ++at) EXPECT_EQ(CheckTable()[at].id, covered[at]);

@@ -174,8 +174,8 @@ class CpuRoundTrainer final : public RoundTrainer {
         for (int leaf = 0; leaf < num_leaves; ++leaf) {
           std::vector<std::pair<double, double>> residuals;
           for (std::int32_t row : grower_.LeafRows(leaf)) {
-            residuals.push_back({labels[row] - scores_[row],
-                                 setup_.weights.empty() ? 1.0 : setup_.weights[row]});
+            residuals.push_back(
+                {labels[row] - scores_[row], setup_.weights.empty() ? 1.0 : setup_.weights[row]});
           }
           if (!residuals.empty()) tree.leaf_values()[leaf] = WeightedQuantile(residuals, quantile);
         }
@@ -423,8 +423,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   Stopwatch upload_watch;
   if (params.device != "cpu") {
     std::string why;
-    trainer =
-        MakeCudaRoundTrainer(setup, why, model.report_.device, model.report_.device_bytes);
+    trainer = MakeCudaRoundTrainer(setup, why, model.report_.device, model.report_.device_bytes);
     if (trainer == nullptr) {
       model.report_.device = "cpu";
       model.report_.device_note = "CUDA not used: " + why + "; trained on the CPU";

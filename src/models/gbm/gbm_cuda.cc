@@ -78,14 +78,13 @@ class CudaRoundTrainer final : public RoundTrainer {
                        in_bag_.data(), bag_.data(), bag_count_.data(), rows, select_temp_.data(),
                        select_temp_.size());
       int count = 0;
-      TFG_CUDA_CHECK(
-          cudaMemcpy(&count, bag_count_.data(), sizeof(int), cudaMemcpyDeviceToHost));
+      TFG_CUDA_CHECK(cudaMemcpy(&count, bag_count_.data(), sizeof(int), cudaMemcpyDeviceToHost));
       bag_rows_ = count;
     }
     kernels::ComputeGradients(setup_.objective, scores_.data(), labels_.data(),
-                              setup_.weights.empty() ? nullptr : weights_.data(),
-                              gradients_.data(), outputs > 1 ? hessians_.data() : nullptr,
-                              pairs_.data(), rows, max_bits_.data());
+                              setup_.weights.empty() ? nullptr : weights_.data(), gradients_.data(),
+                              outputs > 1 ? hessians_.data() : nullptr, pairs_.data(), rows,
+                              max_bits_.data());
     const std::vector<std::uint8_t> active = SampleTreeFeatures(
         setup_.mapper->num_features(), params_.feature_fraction, params_.seed, round);
     for (int k = 0; k < outputs; ++k) {
@@ -105,13 +104,12 @@ class CudaRoundTrainer final : public RoundTrainer {
       quantized.max_abs_gradient = max_gradient;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
       kernels::Quantize(class_gradient, outputs > 1 ? hessians_.data() + k * rows : nullptr,
-                        quantized.gradient_scale, setup_.level, params_.seed, stream,
-                        pairs_.data(), rows);
+                        quantized.gradient_scale, setup_.level, params_.seed, stream, pairs_.data(),
+                        rows);
       quantized.pairs = pairs_.data();
       quantized.exact_gradients = class_gradient;
-      tree::Tree tree =
-          grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized, active,
-                       params_.seed ^ (std::uint64_t(round) * outputs + k));
+      tree::Tree tree = grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized,
+                                     active, params_.seed ^ (std::uint64_t(round) * outputs + k));
       for (double& value : tree.leaf_values()) value *= params_.learning_rate;
       UpdateScores(tree, k);
       trees.push_back(std::move(tree));
@@ -131,8 +129,8 @@ class CudaRoundTrainer final : public RoundTrainer {
       ranges.push_back(end);
       widest = std::max(widest, end - begin);
     }
-    TFG_CUDA_CHECK(cudaMemcpyAsync(ranges_.data(), ranges.data(), sizeof(std::int64_t) * ranges.size(),
-                                   cudaMemcpyHostToDevice));
+    TFG_CUDA_CHECK(cudaMemcpyAsync(ranges_.data(), ranges.data(),
+                                   sizeof(std::int64_t) * ranges.size(), cudaMemcpyHostToDevice));
     kernels::AddLeafScores(grower_.device_order(), ranges_.data(), num_leaves, widest,
                            leaf_values_.data(), scores_.data(), outputs_, output);
     if (setup_.bagging) {
@@ -166,8 +164,8 @@ class CudaRoundTrainer final : public RoundTrainer {
   int outputs_;
   tree::DeviceTreeGrower grower_;
   DeviceArray<float> scores_;
-  DeviceArray<float> gradients_;          // output-major
-  DeviceArray<std::uint32_t> hessians_;   // multiclass: fixed hessians, output-major
+  DeviceArray<float> gradients_;         // output-major
+  DeviceArray<std::uint32_t> hessians_;  // multiclass: fixed hessians, output-major
   DeviceArray<tree::GradientPair> pairs_;
   DeviceArray<double> labels_;
   DeviceArray<double> weights_;
@@ -195,8 +193,7 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std:
   const GbmParams& params = *setup.params;
   if (setup.objective.kind == ObjectiveKind::kL1 ||
       setup.objective.kind == ObjectiveKind::kQuantile) {
-    why = "the CUDA backend does not yet renew " + params.objective +
-          " leaves by quantiles";
+    why = "the CUDA backend does not yet renew " + params.objective + " leaves by quantiles";
     return nullptr;
   }
   for (int feature = 0; feature < setup.mapper->num_features(); ++feature) {
@@ -216,14 +213,14 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std:
     return nullptr;
   }
   const std::int64_t needed = EstimateDeviceBytes(setup);
-  const auto allowed = static_cast<std::int64_t>(params.gpu_memory_fraction *
-                                                 double(info.free_bytes));
+  const auto allowed =
+      static_cast<std::int64_t>(params.gpu_memory_fraction * double(info.free_bytes));
   if (needed > allowed) {
     why = fmt::format(
         "the fit needs about {:.1f} GB of GPU memory but gpu_memory_fraction {} of the {:.1f} GB "
         "free on {} allows {:.1f} GB",
-        double(needed) / 1e9, params.gpu_memory_fraction, double(info.free_bytes) / 1e9,
-        info.name, double(allowed) / 1e9);
+        double(needed) / 1e9, params.gpu_memory_fraction, double(info.free_bytes) / 1e9, info.name,
+        double(allowed) / 1e9);
     return nullptr;
   }
   try {

@@ -1,9 +1,9 @@
 // The GBM's kernels: the per-row functions of gbm_objective.h over device rows, so the GPU
 // computes the CPU's bits.
-#include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
+#include <cub/cub.cuh>
 
 #include "device/cuda_check.h"
 #include "models/gbm/gbm_kernels.h"
@@ -124,10 +124,9 @@ __global__ void InitScoresKernel(float* scores, const float* init, int outputs,
 
 }  // namespace
 
-void ComputeGradients(const RowGradientParams& objective, const float* scores,
-                      const double* labels, const double* weights, float* gradients,
-                      std::uint32_t* class_hessians, tree::GradientPair* pairs, std::int64_t rows,
-                      unsigned int* max_bits) {
+void ComputeGradients(const RowGradientParams& objective, const float* scores, const double* labels,
+                      const double* weights, float* gradients, std::uint32_t* class_hessians,
+                      tree::GradientPair* pairs, std::int64_t rows, unsigned int* max_bits) {
   TFG_CUDA_CHECK(cudaMemsetAsync(max_bits, 0, sizeof(unsigned int)));
   GradientKernel<<<GridFor(rows), kThreads>>>(objective, scores, labels, weights, gradients,
                                               class_hessians, pairs, rows, max_bits);
@@ -143,8 +142,8 @@ void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max
 void Quantize(const float* gradients, const std::uint32_t* class_hessians, double scale,
               std::int64_t level, std::uint64_t seed, std::uint64_t stream,
               tree::GradientPair* pairs, std::int64_t rows) {
-  QuantizeKernel<<<GridFor(rows), kThreads>>>(gradients, class_hessians, scale, level, seed,
-                                              stream, pairs, rows);
+  QuantizeKernel<<<GridFor(rows), kThreads>>>(gradients, class_hessians, scale, level, seed, stream,
+                                              pairs, rows);
   CheckLaunch("QuantizeKernel");
 }
 
@@ -163,8 +162,8 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
   BagKernel<<<GridFor(rows), kThreads>>>(seed, stream, fraction, in_bag, rows);
   CheckLaunch("BagKernel");
   TFG_CUDA_CHECK(cub::DeviceSelect::Flagged(scratch, scratch_bytes,
-                                            thrust::counting_iterator<std::int32_t>(0), in_bag,
-                                            bag, bag_count, static_cast<int>(rows)));
+                                            thrust::counting_iterator<std::int32_t>(0), in_bag, bag,
+                                            bag_count, static_cast<int>(rows)));
 }
 
 void AddLeafScores(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,

@@ -26,10 +26,9 @@ struct RouteNode {
 // Gradients and fixed hessians of every row (RowGradients): single output into the pairs'
 // hessians with the largest |gradient| as float bits in *max_bits; multiclass into
 // `class_hessians` (output-major, as the gradients).
-void ComputeGradients(const RowGradientParams& objective, const float* scores,
-                      const double* labels, const double* weights, float* gradients,
-                      std::uint32_t* class_hessians, tree::GradientPair* pairs, std::int64_t rows,
-                      unsigned int* max_bits);
+void ComputeGradients(const RowGradientParams& objective, const float* scores, const double* labels,
+                      const double* weights, float* gradients, std::uint32_t* class_hessians,
+                      tree::GradientPair* pairs, std::int64_t rows, unsigned int* max_bits);
 
 // The largest |gradient| of `rows` gradients, as float bits into *max_bits (zeroed first).
 void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max_bits);

@@ -8,8 +8,9 @@ std::int64_t EstimateDeviceBytes(const RoundSetup& /*setup*/) { return 0; }
 std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& /*setup*/, std::string& why,
                                                    std::string& /*device*/,
                                                    std::int64_t& /*reserved*/) {
-  why = "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a machine with "
-        "the CUDA toolkit for GPU training";
+  why =
+      "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a machine with "
+      "the CUDA toolkit for GPU training";
   return nullptr;
 }
 

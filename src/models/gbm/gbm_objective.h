@@ -18,10 +18,10 @@ enum class ObjectiveKind { kBinary, kL2, kL1, kHuber, kQuantile, kMulticlass };
 
 struct RowGradientParams {
   ObjectiveKind kind = ObjectiveKind::kBinary;
-  double alpha = 0.9;          // huber delta / quantile
-  double hessian_fixed = 1;    // fixed-point scale of the hessians
-  double softmax_factor = 1;   // K / (K - 1) for K-class softmax
-  int outputs = 1;             // scores per row
+  double alpha = 0.9;         // huber delta / quantile
+  double hessian_fixed = 1;   // fixed-point scale of the hessians
+  double softmax_factor = 1;  // K / (K - 1) for K-class softmax
+  int outputs = 1;            // scores per row
 };
 
 // A hessian in 32-bit fixed point on `scale` (saturating).

@@ -203,14 +203,13 @@ GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
     try {
       setter->second(value);
     } catch (const nlohmann::json::exception&) {
-      throw InvalidInput(
-          fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key, value.dump(),
-                      key == "class_weight" ? "\"balanced\" or an array of numbers"
-                      : key == "objective" || key == "metric" || key == "device" ||
-                              key == "device_type"
-                          ? "string"
-                      : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
-                                                                            : "number"));
+      throw InvalidInput(fmt::format(
+          "GBM parameter {} has the wrong type ({}); give a {}", key, value.dump(),
+          key == "class_weight" ? "\"balanced\" or an array of numbers"
+          : key == "objective" || key == "metric" || key == "device" || key == "device_type"
+              ? "string"
+          : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
+                                                                : "number"));
     }
   }
   params.Validate();

@@ -417,17 +417,17 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   }
   TFG_CUDA_CHECK(cudaMemcpyAsync(s.ranges.data(), ranges.data(),
                                  ranges.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
-  kernels::LeafGradientSums(s.order.data(), s.ranges.data(), num_leaves,
-                            gradients.exact_gradients, fixed, s.leaf_sums.data());
+  kernels::LeafGradientSums(s.order.data(), s.ranges.data(), num_leaves, gradients.exact_gradients,
+                            fixed, s.leaf_sums.data());
   std::vector<long long> sums(static_cast<std::size_t>(num_leaves));
   TFG_CUDA_CHECK(cudaMemcpy(sums.data(), s.leaf_sums.data(), sums.size() * sizeof(long long),
                             cudaMemcpyDeviceToHost));
   std::vector<double>& leaf_values = tree.leaf_values();
   for (int leaf = 0; leaf < num_leaves; ++leaf) {
     const GrowingLeaf& grown = device_leaves[tree_to_device[leaf]].leaf;
-    leaf_values[leaf] = LeafValue(double(sums[leaf]) / fixed,
-                                  double(grown.total.hessian) * gradients.hessian_scale,
-                                  params.reg);
+    leaf_values[leaf] =
+        LeafValue(double(sums[leaf]) / fixed, double(grown.total.hessian) * gradients.hessian_scale,
+                  params.reg);
   }
   return tree;
 }

@@ -16,10 +16,10 @@ namespace tabforge::tree {
 
 // A round's gradients as they sit on the device (the pointers are device memory).
 struct DeviceGradients {
-  const GradientPair* pairs = nullptr;       // by row
-  const float* exact_gradients = nullptr;    // by row
-  double gradient_scale = 1;                 // quantized gradient * scale ~ gradient
-  double hessian_scale = 1;                  // fixed hessian * scale ~ hessian
+  const GradientPair* pairs = nullptr;     // by row
+  const float* exact_gradients = nullptr;  // by row
+  double gradient_scale = 1;               // quantized gradient * scale ~ gradient
+  double hessian_scale = 1;                // fixed hessian * scale ~ hessian
   double max_abs_gradient = 1;
 };
 

@@ -2,9 +2,8 @@
 // order of addition cannot matter), split scans with the CPU's formulas (split_math.h) and its
 // tie order (lowest missing side, then lowest threshold; features are compared on the host in
 // order), partitions, leaf sums in fixed point; a batch of leaf splits takes a few launches.
-#include <cub/cub.cuh>
-
 #include <algorithm>
+#include <cub/cub.cuh>
 
 #include "device/cuda_check.h"
 #include "models/tree/device_kernels.h"
@@ -23,8 +22,8 @@ static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words"
 static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
 
 int GridFor(std::int64_t items, int per_thread = 1) {
-  const std::int64_t blocks = (items + std::int64_t(kThreads) * per_thread - 1) /
-                              (std::int64_t(kThreads) * per_thread);
+  const std::int64_t blocks =
+      (items + std::int64_t(kThreads) * per_thread - 1) / (std::int64_t(kThreads) * per_thread);
   return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, 65535));
 }
 
@@ -69,8 +68,7 @@ __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t*
   if (rows_per_block < kMinRowsPerBlock) rows_per_block = kMinRowsPerBlock;
   const std::int64_t first_row = blockIdx.x * rows_per_block;
   if (first_row >= count) return;  // a small leaf: no rows for this block
-  const std::int64_t rows =
-      rows_per_block < count - first_row ? rows_per_block : count - first_row;
+  const std::int64_t rows = rows_per_block < count - first_row ? rows_per_block : count - first_row;
   const int first = groups[2 * blockIdx.y];
   const int last = groups[2 * blockIdx.y + 1];
   const int group_features = last - first;
@@ -99,8 +97,7 @@ __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t*
     if (at[1] == 0) continue;
     const long long gradient = static_cast<std::int32_t>(at[0]);
     atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
-    atomicAdd(&out[2 * cell + 1],
-              static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
+    atomicAdd(&out[2 * cell + 1], static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
   }
 }
 
@@ -235,8 +232,8 @@ __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long
   if (candidate_count < 2) return;
   LeafRegularization reg = params.reg;
   reg.lambda_l2 += params.cat_l2;
-  const int limit =
-      params.max_cat_threshold < candidate_count - 1 ? params.max_cat_threshold : candidate_count - 1;
+  const int limit = params.max_cat_threshold < candidate_count - 1 ? params.max_cat_threshold
+                                                                   : candidate_count - 1;
   int side[kMaxCategoryBins];
   for (int from_end = 0; from_end < 2; ++from_end) {
     for (int taken = 0; taken < limit; ++taken) {
@@ -265,7 +262,8 @@ __global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::
   for (int word = 0; word < kBitsetWords; ++word) best.bitset[word] = 0;
   const int bins = num_bins[feature];
   const ScanLeaf leaf = leaves[at];
-  const long long* cells = reinterpret_cast<const long long*>(leaf.histogram) + 2 * offsets[feature];
+  const long long* cells =
+      reinterpret_cast<const long long*>(leaf.histogram) + 2 * offsets[feature];
   const long long total_packed = leaf.total_packed;
   const long long total_hessian = leaf.total_hessian;
   if (!tried[at * num_features + feature] || bins < 2) {
@@ -285,9 +283,8 @@ __global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::
   const long long missing_packed = cells[2 * (bins - 1)];
   const long long missing_hessian = cells[2 * (bins - 1) + 1];
   const bool has_missing = CellCount(missing_packed) > 0;
-  const int only = params.extra_trees
-                       ? ExtraTreesThreshold(params.seed, leaf.node_key, feature, bins)
-                       : -1;
+  const int only =
+      params.extra_trees ? ExtraTreesThreshold(params.seed, leaf.node_key, feature, bins) : -1;
   // Each lane's best: gain, then order key (missing side, threshold) for ties.
   double lane_gain = -INFINITY;
   int lane_key = 0x7fffffff;
@@ -372,8 +369,8 @@ __global__ void PartitionKernel(const Bin* bins, int stride, const BatchSplit* s
   if (!split.partition) return;
   const int lane = threadIdx.x % 32;
   const unsigned below = (1u << lane) - 1u;
-  for (std::int64_t start = split.begin + blockIdx.x * std::int64_t(blockDim.x);
-       start < split.end; start += std::int64_t(gridDim.x) * blockDim.x) {
+  for (std::int64_t start = split.begin + blockIdx.x * std::int64_t(blockDim.x); start < split.end;
+       start += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t position = start + threadIdx.x;
     const bool present = position < split.end;
     const std::int32_t row = present ? order[position] : 0;
@@ -449,8 +446,8 @@ void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::
   if (count == 0) return;
   const std::int64_t words = 2 * groups.total_bins;
   const unsigned batch = static_cast<unsigned>(count);
-  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch),
-                  kThreads>>>(splits, words, cursors);
+  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch), kThreads>>>(
+      splits, words, cursors);
   CheckLaunch("PrepareKernel");
   const dim3 rows_grid(static_cast<unsigned>(std::min(GridFor(widest, 4), max_blocks)), batch);
   if (bins.bins16 != nullptr) {
@@ -473,7 +470,8 @@ void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::
     const unsigned blocks = static_cast<unsigned>(
         std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, max_blocks), needed, 65535));
     const dim3 grid(blocks, static_cast<unsigned>(groups.shared_count), batch);
-    const std::size_t bytes = 4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
+    const std::size_t bytes =
+        4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
     if (bins.bins16 != nullptr) {
       HistogramKernel<std::uint16_t><<<grid, kThreads, bytes>>>(
           bins.bins16, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
@@ -490,8 +488,8 @@ void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::
       WideHistogramKernel<std::uint16_t><<<grid, kThreads>>>(
           bins.bins16, bins.stride, order, splits, pairs, groups.global, groups.offsets);
     } else {
-      WideHistogramKernel<std::uint8_t><<<grid, kThreads>>>(
-          bins.bins8, bins.stride, order, splits, pairs, groups.global, groups.offsets);
+      WideHistogramKernel<std::uint8_t><<<grid, kThreads>>>(bins.bins8, bins.stride, order, splits,
+                                                            pairs, groups.global, groups.offsets);
     }
     CheckLaunch("WideHistogramKernel");
   }

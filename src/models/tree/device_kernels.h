@@ -81,10 +81,10 @@ struct BatchSplit {
   std::int64_t end;
   std::int64_t lefts;
   SplitRule rule;
-  Word* smaller;        // histogram built from rows (zeroed first)
-  Word* larger;         // the parent's histogram, becoming the larger child's (null: root)
+  Word* smaller;  // histogram built from rows (zeroed first)
+  Word* larger;   // the parent's histogram, becoming the larger child's (null: root)
   int smaller_is_left;
-  int partition;        // 0: no partition (the root)
+  int partition;  // 0: no partition (the root)
 };
 
 // Feature groups for histogram launches, as (first, last) feature pairs on the device.

@@ -179,8 +179,7 @@ std::vector<std::uint8_t> NodeFeatureMask(const std::vector<std::uint8_t>& activ
       keys.push_back({RandomUniform(seed, kNodeFeatureStream ^ node_key, feature), feature});
   }
   std::sort(keys.begin(), keys.end());
-  const auto keep =
-      static_cast<std::size_t>(std::ceil(fraction * double(keys.size())));
+  const auto keep = static_cast<std::size_t>(std::ceil(fraction * double(keys.size())));
   std::vector<std::uint8_t> tried(active.size(), 0);
   for (std::size_t index = 0; index < keep && index < keys.size(); ++index) {
     tried[keys[index].second] = 1;
@@ -420,8 +419,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
   ops.source.profile = &profile_;
   for (int feature = 0; feature < static_cast<int>(active.size()); ++feature) {
     if (!active[feature] || !profile_.splittable[feature]) continue;
-    (profile_.most_frequent[feature] >= 0 ? ops.source.sparse_features
-                                          : ops.source.dense_features)
+    (profile_.most_frequent[feature] >= 0 ? ops.source.sparse_features : ops.source.dense_features)
         .push_back(feature);
   }
   if (rows != nullptr) {

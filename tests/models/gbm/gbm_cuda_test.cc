@@ -17,9 +17,9 @@
 namespace tabforge::gbm {
 namespace {
 
-#define TFG_REQUIRE_GPU()                                                       \
-  do {                                                                          \
-    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);              \
+#define TFG_REQUIRE_GPU()                                                      \
+  do {                                                                         \
+    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);             \
     if (!gpu.usable) GTEST_SKIP() << "no usable CUDA device: " << gpu.problem; \
   } while (false)
 
@@ -85,7 +85,7 @@ Problem MakeSynthetic(std::int64_t rows, int features, int classes) {
   for (std::int64_t row = 0; row < rows; ++row) {
     const double score = x(0, row) * x(1, row) + std::sin(x(2, row)) + 0.5 * x(3, row) -
                          0.3 * x(4, row) * x(4, row) + 0.7 * normal(random);
-    problem.labels.push_back(classes == 2 ? (score > 0 ? 1.0 : 0.0)
+    problem.labels.push_back(classes == 2   ? (score > 0 ? 1.0 : 0.0)
                              : score < -0.8 ? 0.0
                              : score < 0.6  ? 1.0
                                             : 2.0);
@@ -137,8 +137,7 @@ TEST(GbmCuda, RegressionObjectivesMatchTheCpu) {
   TFG_REQUIRE_DATASETS();
   data::Table table = data::ReadCsv(testing::DatasetPath("california_housing.csv.gz"));
   Problem problem;
-  problem.features =
-      features::FeaturePipeline::Fit(table, "median_house_value").Transform(table);
+  problem.features = features::FeaturePipeline::Fit(table, "median_house_value").Transform(table);
   const data::Column& column = table.ColumnByName("median_house_value");
   for (std::int64_t row = 0; row < table.num_rows(); ++row) {
     problem.labels.push_back(std::stod(column.CellText(row)));
@@ -159,7 +158,8 @@ TEST(GbmCuda, MissingDeviceOrdinalFallsBackWithTheReason) {
   params.num_iterations = 5;
   params.device = "cuda";
   params.gpu_device_id = 64;
-  const GbmModel model = GbmModel::Fit(problem.features, problem.labels, {}, nullptr, {}, params, 0);
+  const GbmModel model =
+      GbmModel::Fit(problem.features, problem.labels, {}, nullptr, {}, params, 0);
   EXPECT_EQ(model.report().device, "cpu");
   EXPECT_NE(model.report().device_note.find("device 64 does not exist"), std::string::npos)
       << model.report().device_note;

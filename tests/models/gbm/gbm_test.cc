@@ -402,9 +402,9 @@ TEST(Gbm, CudaDeviceGivesTheCpuModelOrSaysWhyNot) {
 
 TEST(Gbm, DeviceParametersAreValidated) {
   EXPECT_EQ(GbmParams::FromJson(R"({"device_type": "gpu"})").device, "gpu");
-  EXPECT_EQ(GbmParams::FromJson(R"({"device": "cuda", "gpu_memory_fraction": 0.5})")
-                .gpu_memory_fraction,
-            0.5);
+  EXPECT_EQ(
+      GbmParams::FromJson(R"({"device": "cuda", "gpu_memory_fraction": 0.5})").gpu_memory_fraction,
+      0.5);
   try {
     GbmParams::FromJson(R"({"device": "tpu"})");
     FAIL() << "device tpu accepted";
