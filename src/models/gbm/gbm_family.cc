@@ -57,9 +57,15 @@ class GbmFamilyModel final : public models::Model {
     // small for the device to beat the CPU.
     const std::int64_t cells =
         train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
-    if (params.device == "cpu" && context.num_gpus > 0 &&
-        (!context.gpus_auto || cells >= kGpuWorthwhileCells)) {
-      params.device = "cuda";
+    auto_note_.clear();
+    if (params.device == "cpu" && context.num_gpus > 0) {
+      if (!context.gpus_auto || cells >= kGpuWorthwhileCells) {
+        params.device = "cuda";
+      } else {
+        auto_note_ = fmt::format(
+            "{} feature cells, under the {} from which the GPU beats the CPU; --gpus 1 forces it",
+            cells, kGpuWorthwhileCells);
+      }
     }
     model_ = GbmModel::Fit(train, labels, {}, valid, valid_labels, params, context.threads,
                            context.deadline);
@@ -80,7 +86,8 @@ class GbmFamilyModel final : public models::Model {
     info.stop_reason = model_.report().stop_reason;
     info.fit_seconds = fit_seconds_;
     info.device = model_.report().device;
-    info.device_note = model_.report().device_note;
+    info.device_note =
+        model_.report().device_note.empty() ? auto_note_ : model_.report().device_note;
     return info;
   }
 
@@ -100,6 +107,7 @@ class GbmFamilyModel final : public models::Model {
   GbmModel model_;
   bool fitted_ = false;
   double fit_seconds_ = 0;
+  std::string auto_note_;  // why a GPU granted automatically was not used
 };
 
 }  // namespace
