@@ -250,3 +250,29 @@ TEST(Cli, FitWithGpusFallsBackToTheCpuWithOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// With a GPU granted, each model's line says where it trained, and why when not on the GPU.
+// Discovery is told of a healthy GPU; the GBM then asks the CUDA runtime itself, so on a machine
+// without one it trains on the CPU and its line gives the runtime's reason.
+TEST(Cli, FitLinesSayWhereEachModelTrained) {
+  TFG_REQUIRE_DATASETS();
+  const std::string data = tabforge::testing::DatasetPath("titanic.csv.gz");
+  const std::string dir = tabforge::testing::TempDir("cli_device_lines");
+  CommandResult fit = TabforgeWith(
+      "TABFORGE_INJECT_RUNTIME=13.0 TABFORGE_INJECT_ARCHITECTURES='75;80;86;89;90' "
+      "TABFORGE_INJECT_DRIVER=13.0 TABFORGE_INJECT_DEVICES='NVIDIA H200,9.0,150,140' ",
+      "fit --train " + data + " --label survived --time-limit 20 --gpus 1 -o " + dir + "/model");
+  ASSERT_EQ(fit.status, 0) << fit.output;
+  EXPECT_NE(fit.output.find("GPU: 0 (NVIDIA H200) for the models that use one"), std::string::npos)
+      << fit.output;
+  const std::size_t line = fit.output.find("\nGBM: val accuracy");
+  ASSERT_NE(line, std::string::npos) << fit.output;
+  const std::string text = fit.output.substr(line + 1, fit.output.find('\n', line + 1) - line - 1);
+  EXPECT_TRUE(text.find("| cuda:0 ") != std::string::npos ||
+              text.find("| cpu (CUDA not used: ") != std::string::npos)
+      << text;
+}
+
+}  // namespace
