@@ -60,4 +60,13 @@ class DeviceArray {
   std::size_t size_ = 0;
 };
 
+// Resizes `target` to `count` elements and copies them from host memory.
+template <typename T>
+void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {
+  target.Resize(count);
+  if (count > 0) {
+    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+}
+
 }  // namespace tabforge::device

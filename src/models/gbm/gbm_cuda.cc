@@ -17,14 +17,7 @@ namespace tabforge::gbm {
 namespace {
 
 using device::DeviceArray;
-
-template <typename T>
-void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {
-  target.Resize(count);
-  if (count > 0) {
-    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
-  }
-}
+using device::Upload;
 
 // Device bytes of the rounds' own arrays (the grower's come on top).
 std::int64_t RoundBytes(const RoundSetup& setup) {

@@ -1,5 +1,5 @@
 // The per-row work of a boosting round, written once for the CPU loops (gbm.cc) and the CUDA
-// kernels (gbm_device.cu): gradients and fixed-point hessians of the objectives, the
+// kernels (gbm_kernels.cu): gradients and fixed-point hessians of the objectives, the
 // stochastic rounding of gradients to integer levels, and the score update. Every operation
 // here is exact or correctly rounded IEEE arithmetic (exp through PortableExp), so both
 // devices compute the same bits.

@@ -1,5 +1,5 @@
 // The boosting rounds behind GbmModel::Fit, one implementation per device: the CPU's
-// (gbm.cc) and the CUDA backend's (gbm_device.cu; gbm_device.cc answers "not built" in a
+// (gbm.cc) and the CUDA backend's (gbm_cuda.cc with gbm_kernels.cu; gbm_no_cuda.cc answers in a
 // CPU-only build). Fit prepares a RoundSetup, asks for a trainer, and drives it round by round
 // (deadline, validation, early stopping); the trainer computes the gradients, grows the trees
 // and keeps its training scores.

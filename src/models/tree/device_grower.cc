@@ -14,15 +14,8 @@ namespace tabforge::tree {
 namespace {
 
 using device::DeviceArray;
+using device::Upload;
 using kernels::Word;
-
-template <typename T>
-void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {
-  target.Resize(count);
-  if (count > 0) {
-    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
-  }
-}
 
 // Feature groups for histogram launches, as (first, last) feature pairs: runs of features whose
 // cells fit a block's shared memory, and single features too wide for it (16-bit bins), summed

@@ -48,7 +48,7 @@ class DeviceTreeGrower {
   // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).
   const void* device_bins() const;
 
-  struct State;  // device arrays (device_grower.cu)
+  struct State;  // device arrays (device_grower.cc)
 
  private:
   std::unique_ptr<State> state_;
