@@ -45,6 +45,7 @@ struct FitOptions {
   int num_cpus = 0;                          // threads; 0: all
   int num_gpus = -1;  // GPUs the fit may use; -1 (auto): one when a usable GPU is found,
                       // for the families and data sizes it speeds up
+  double gpu_memory_fraction = 0.9;  // of a GPU's free memory, the most one model may take
   std::uint64_t seed = 0;
 };
 

@@ -341,6 +341,12 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
 
   // GPUs: asked for by number, or (-1) found; either way said in one line.
   s.gpus_auto = options.num_gpus < 0;
+  if (!(options.gpu_memory_fraction > 0 && options.gpu_memory_fraction <= 1)) {
+    throw InvalidInput(fmt::format(
+        "gpu_memory_fraction {} is out of range: give a fraction in (0, 1] of the GPU's free "
+        "memory (default 0.9)",
+        options.gpu_memory_fraction));
+  }
   if (options.num_gpus != 0) {
     const device::GpuEnvironment gpu_env = device::DiscoverGpus();
     const device::Diagnosis diagnosis = device::Diagnose(gpu_env);
@@ -452,6 +458,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       fit_context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
       fit_context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
       fit_context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
+      fit_context.gpu_memory_fraction = options.gpu_memory_fraction;
       fit_context.seed = s.seed;
       Stopwatch watch;
       try {

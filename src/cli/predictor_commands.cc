@@ -111,6 +111,7 @@ struct FitArgs {
   double holdout_frac = -1;
   int num_bag_folds = -1, num_bag_sets = -1, num_stack_levels = -1, cpus = 0;
   std::string gpus = "auto";
+  double gpu_memory_fraction = 0.9;
   bool refit_full = false;
   std::uint64_t seed = 0;
   int quiet = 0, verbose = 0;
@@ -146,6 +147,7 @@ void RunFit(const FitArgs& args) {
     }
     fit.num_gpus = static_cast<int>(gpus);
   }
+  fit.gpu_memory_fraction = args.gpu_memory_fraction;
   fit.seed = args.seed;
   const data::Table train = ReadTable(args.train, args.cpus);
   data::Table tuning;
@@ -202,6 +204,8 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_flag("--refit-full", args->refit_full,
                       "Retrain the best model's members on all rows");
     command->add_option("--cpus", args->cpus, "Threads (default: all)");
+    command->add_option("--gpu-memory-fraction", args->gpu_memory_fraction,
+                        "Most of a GPU's free memory one model may take (default 0.9)");
     command->add_option("--gpus", args->gpus,
                         "GPUs to use: auto (default: one when usable and worthwhile), 0, or N");
     command->add_option("--seed", args->seed, "Seed of every random choice");

@@ -34,7 +34,8 @@ struct FitContext {
   Deadline deadline;
   int threads = 0;
   int num_gpus = 0;
-  bool gpus_auto = false;  // the GPU was not asked for by name: use it where it pays off
+  bool gpus_auto = false;            // the GPU was not asked for by name: use it where it pays off
+  double gpu_memory_fraction = 0.9;  // of the GPU's free memory, the most the model may take
   std::uint64_t seed = 0;
 };
 

@@ -247,6 +247,11 @@ TEST(Cli, FitWithGpusFallsBackToTheCpuWithOneLine) {
       Tabforge("fit --train " + data + " --label survived --gpus many -o " + dir + "/other");
   EXPECT_EQ(bad.status, 1) << bad.output;
   EXPECT_NE(bad.output.find("--gpus 'many' is not valid"), std::string::npos) << bad.output;
+  CommandResult fraction = Tabforge(
+      "fit --train " + data + " --label survived --gpu-memory-fraction 1.5 -o " + dir + "/third");
+  EXPECT_EQ(fraction.status, 1) << fraction.output;
+  EXPECT_NE(fraction.output.find("gpu_memory_fraction 1.5 is out of range"), std::string::npos)
+      << fraction.output;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/timer.h"
 #include "metrics/metric.h"
 #include "models/gbm/gbm.h"
@@ -47,6 +49,9 @@ class GbmFamilyModel final : public models::Model {
   GbmFamilyModel(GbmModel model, GbmParams params)
       : params_(std::move(params)), model_(std::move(model)), fitted_(true) {}
 
+  // Whether gpu_memory_fraction came with the model's own parameters (else the fit's applies).
+  void KeepMemoryFraction(bool keep) { params_given_memory_fraction_ = keep; }
+
   void Fit(const features::FeatureMatrix& train, std::span<const double> labels,
            const features::FeatureMatrix* valid, std::span<const double> valid_labels,
            const models::FitContext& context) override {
@@ -58,6 +63,7 @@ class GbmFamilyModel final : public models::Model {
     const std::int64_t cells =
         train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
     auto_note_.clear();
+    if (!params_given_memory_fraction_) params.gpu_memory_fraction = context.gpu_memory_fraction;
     if (params.device == "cpu" && context.num_gpus > 0) {
       if (!context.gpus_auto || cells >= kGpuWorthwhileCells) {
         params.device = "cuda";
@@ -108,16 +114,20 @@ class GbmFamilyModel final : public models::Model {
   bool fitted_ = false;
   double fit_seconds_ = 0;
   std::string auto_note_;  // why a GPU granted automatically was not used
+  bool params_given_memory_fraction_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<models::Model> CreateGbmModel(const std::string& hyperparameters_json,
                                               const models::Task& task) {
-  return std::make_unique<GbmFamilyModel>(
-      GbmParams::FromJson(hyperparameters_json.empty() ? "{}" : hyperparameters_json,
-                          AutoGluonDefaults()),
-      task);
+  const std::string json = hyperparameters_json.empty() ? "{}" : hyperparameters_json;
+  auto model =
+      std::make_unique<GbmFamilyModel>(GbmParams::FromJson(json, AutoGluonDefaults()), task);
+  // A fraction given with the model's parameters wins over the fit's.
+  const nlohmann::json object = nlohmann::json::parse(json, nullptr, false);
+  model->KeepMemoryFraction(object.is_object() && object.contains("gpu_memory_fraction"));
+  return model;
 }
 
 std::unique_ptr<models::Model> DeserializeGbmModel(std::string_view bytes, const std::string& name,
