@@ -64,6 +64,17 @@ class Model {
   // Versioned, checksummed bytes; the registry's DeserializeModel reads them back.
   virtual std::string Serialize() const = 0;
   virtual ModelInfo Info() const = 0;
+  // Whether the model can predict its own training rows without having learned from them
+  // (forests: out-of-bag rows; KNN: leave-one-out). k-fold bagging then trains it once on
+  // every row and takes these predictions as the out-of-fold ones (AutoGluon's
+  // use_child_oof), instead of training one model per fold.
+  virtual bool HasOutOfFold() const { return false; }
+  // Trains on all of `train` (as Fit, without validation rows) and returns each training row's
+  // prediction made without that row, row-major num_rows x Task::outputs(). Only called when
+  // HasOutOfFold(); the default throws InternalError.
+  virtual std::vector<double> FitOutOfFold(const features::FeatureMatrix& train,
+                                           std::span<const double> labels,
+                                           const FitContext& context);
   // An unfitted copy with the same hyperparameters that trains for exactly `iterations`
   // without validation (refit on all data); families that are not iterative ignore it.
   virtual std::unique_ptr<Model> CloneForRefit(int iterations) const = 0;

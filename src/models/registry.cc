@@ -2,7 +2,10 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "models/forest/forest_family.h"
 #include "models/gbm/gbm_family.h"
+#include "models/knn/knn.h"
+#include "models/linear/linear.h"
 #include "models/model.h"
 
 namespace tabforge::models {
@@ -13,6 +16,10 @@ std::vector<Family>& Registry() {
   // One line per family.
   static std::vector<Family> families = {
       {"GBM", &gbm::CreateGbmModel, &gbm::DeserializeGbmModel},
+      {"RF", &forest::CreateRfModel, &forest::DeserializeRfModel},
+      {"XT", &forest::CreateXtModel, &forest::DeserializeXtModel},
+      {"KNN", &knn::CreateKnnModel, &knn::DeserializeKnnModel},
+      {"LR", &linear::CreateLinearModel, &linear::DeserializeLinearModel},
   };
   return families;
 }

@@ -21,10 +21,12 @@ class CompactForest {
 
   int num_trees() const { return static_cast<int>(roots_.size()); }
 
-  // The leaf value tree `tree` gives a row whose numeric values are numeric(feature) (NaN for
+  // The leaf tree `tree` sends a row to, numbered across the forest (trees in order, each
+  // tree's leaves in order), for a row whose numeric values are numeric(feature) (NaN for
   // missing) and categorical codes code(feature - numeric_count), codes binned by `mapper`.
   template <typename Numeric, typename Code>
-  double Value(int tree, const BinMapper& mapper, const Numeric& numeric, const Code& code) const {
+  std::int32_t Leaf(int tree, const BinMapper& mapper, const Numeric& numeric,
+                    const Code& code) const {
     std::int32_t at = roots_[tree];
     while (at >= 0) {
       const Node& node = nodes_[at];
@@ -41,7 +43,13 @@ class CompactForest {
       }
       at = left ? node.left : node.right;
     }
-    return leaves_[~at];
+    return ~at;
+  }
+
+  // The leaf value of that leaf.
+  template <typename Numeric, typename Code>
+  double Value(int tree, const BinMapper& mapper, const Numeric& numeric, const Code& code) const {
+    return leaves_[Leaf(tree, mapper, numeric, code)];
   }
 
  private:

@@ -1,0 +1,91 @@
+// Benchmark of one registered model family (RF, XT, KNN, LR, GBM) through the model contract,
+// on the problems of bench_problem.h:
+//   family_bench --family KEY [--params JSON] [--threads N] (--train FILE --test FILE --label COL
+//                | --data FILE --label COL [--test-fraction F] [--split-seed S]
+//                | --synthetic ROWS,FEATURES,SEED)
+// Fits on all training rows (no validation rows), predicts the test rows and prints one JSON
+// line: family, dataset, rows, params, threads, the test metrics under their src/metrics names,
+// fit and predict seconds, iterations, device, peak RSS, model size and SHA-256.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench_problem.h"
+#include "core/error.h"
+#include "core/sha256.h"
+#include "core/timer.h"
+#include "metrics/metric.h"
+#include "models/model.h"
+
+using namespace tabforge;
+using namespace tabforge::bench;
+
+int main(int argc, char** argv) {
+  try {
+    const std::string family_key = ArgValue(argc, argv, "--family", "");
+    if (family_key.empty()) {
+      std::fprintf(stderr,
+                   "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] "
+                   "(--train FILE --test FILE --label COL | --data FILE --label COL "
+                   "[--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED)\n");
+      return 2;
+    }
+    const models::Family& family = models::GetFamily(family_key);
+    const std::string params_json = ArgValue(argc, argv, "--params", "{}");
+    const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));
+    const int gpus = std::stoi(ArgValue(argc, argv, "--gpus", "0"));
+    const Problem problem = ProblemFromArgs(argc, argv, threads);
+    models::Task task;
+    task.problem_type = problem.type;
+    task.num_classes = problem.type == ProblemType::kRegression ? 1 : problem.classes;
+    task.eval_metric = problem.type == ProblemType::kRegression ? "root_mean_squared_error"
+                       : problem.type == ProblemType::kBinary   ? "roc_auc"
+                                                                : "accuracy";
+    std::unique_ptr<models::Model> model = family.create(params_json, task);
+    models::FitContext context;
+    context.threads = threads;
+    context.num_gpus = gpus;
+    Stopwatch fit_watch;
+    model->Fit(problem.all, problem.all_labels, nullptr, {}, context);
+    const double fit_seconds = fit_watch.Seconds();
+    Stopwatch predict_watch;
+    const std::vector<double> predictions = model->Predict(problem.test, threads);
+    const double predict_seconds = predict_watch.Seconds();
+    const std::string model_bytes = model->Serialize();
+    const metrics::Predictions scored{predictions, task.outputs()};
+    std::string metric_json;
+    auto add = [&](const char* name) {
+      metric_json +=
+          fmt::format(",\"{}\":{:.6f}", name, metrics::Score(name, problem.test_labels, scored));
+    };
+    if (problem.type == ProblemType::kBinary) {
+      add("roc_auc");
+      add("accuracy");
+      add("log_loss");
+    } else if (problem.type == ProblemType::kMulticlass) {
+      add("accuracy");
+      add("log_loss");
+    } else {
+      add("root_mean_squared_error");
+      add("r2");
+    }
+    const models::ModelInfo info = model->Info();
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    fmt::print(
+        "{{\"family\":\"{}\",\"dataset\":\"{}\",\"rows\":{},\"test_rows\":{},\"params\":{},"
+        "\"threads\":{}{},\"fit_seconds\":{:.4f},\"predict_seconds\":{:.4f},\"iterations\":{},"
+        "\"device\":\"{}\",\"device_note\":\"{}\",\"peak_rss_bytes\":{},\"model_bytes\":{},"
+        "\"model_sha256\":\"{}\"}}\n",
+        family_key, problem.dataset, problem.all.num_rows, problem.test.num_rows, params_json,
+        threads, metric_json, fit_seconds, predict_seconds, info.iterations, info.device,
+        info.device_note, static_cast<long long>(usage.ru_maxrss) * 1024, model_bytes.size(),
+        Sha256Hex(model_bytes));
+    return 0;
+  } catch (const tabforge::Error& error) {
+    std::fprintf(stderr, "family_bench: %s\n", error.what());
+    return 1;
+  }
+}

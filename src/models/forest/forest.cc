@@ -1,0 +1,264 @@
+#include "models/forest/forest.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "core/serialize.h"
+#include "models/forest/forest_grower.h"
+
+namespace tabforge::forest {
+namespace {
+
+constexpr std::uint64_t kBootstrapStream = 0x626f6f74;  // "boot"
+constexpr std::string_view kModelMagic = "tabforge-forest";
+constexpr std::uint32_t kModelVersion = 1;
+
+// The bootstrap of tree `tree_index`: `draws` rows drawn with replacement; counts[row] is how
+// often row was drawn.
+void Bootstrap(std::uint64_t seed, std::uint64_t tree_index, std::int64_t rows, std::int64_t draws,
+               std::vector<std::uint32_t>& counts) {
+  counts.assign(static_cast<std::size_t>(rows), 0);
+  const std::uint64_t stream = kBootstrapStream ^ Mix64(tree_index);
+  for (std::int64_t draw = 0; draw < draws; ++draw) {
+    ++counts[RandomBelow(seed, stream, static_cast<std::uint64_t>(draw),
+                         static_cast<std::uint64_t>(rows))];
+  }
+}
+
+}  // namespace
+
+ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<const double> labels,
+                             int num_classes, const ForestParams& params, int threads,
+                             const Deadline& deadline, std::vector<double>* out_of_bag) {
+  params.Validate();
+  const bool regression = num_classes <= 1;
+  if (regression != (params.criterion == Criterion::kSquaredError)) {
+    throw InvalidInput(
+        regression ? "forest criterion gini/entropy is for classification; a regression forest "
+                     "uses criterion squared_error"
+                   : "forest criterion squared_error is for regression; a classification forest "
+                     "uses gini or entropy");
+  }
+  const std::int64_t rows = train.num_rows;
+  if (rows < 1) throw InvalidInput("a forest needs at least one training row");
+  TFG_CHECK(static_cast<std::int64_t>(labels.size()) == rows, "{} labels for {} rows",
+            labels.size(), rows);
+  Context context;
+  context.num_threads = threads;
+  const int thread_count = context.Threads();
+
+  ForestModel model;
+  model.num_outputs_ = regression ? 1 : num_classes;
+  Stopwatch bin_watch;
+  tree::BinningOptions binning;
+  binning.max_bin = params.max_bin;
+  binning.seed = params.seed;
+  model.mapper_ = tree::BinMapper::Fit(train, binning, thread_count);
+  const tree::BinMatrix bins = tree::ApplyBins(model.mapper_, train, thread_count);
+  model.report_.bin_seconds = bin_watch.Seconds();
+
+  Stopwatch train_watch;
+  std::vector<std::int32_t> classes;
+  std::vector<double> targets;
+  double target_mean = 0;
+  if (regression) {
+    for (double label : labels) target_mean += label;
+    target_mean /= double(rows);
+    targets.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t row = 0; row < rows; ++row) targets[row] = labels[row] - target_mean;
+  } else {
+    classes.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const auto label = static_cast<std::int32_t>(labels[row]);
+      TFG_CHECK(label >= 0 && label < num_classes, "class {} outside 0..{}", label,
+                num_classes - 1);
+      classes[row] = label;
+    }
+  }
+  TrainingRows data;
+  data.bins = &bins;
+  data.mapper = &model.mapper_;
+  data.classes = regression ? nullptr : classes.data();
+  data.targets = regression ? targets.data() : nullptr;
+  TreeSpec spec;
+  spec.criterion = params.criterion;
+  spec.num_classes = model.num_outputs_;
+  spec.features_per_node =
+      FeaturesPerNode(params.max_features, !regression, model.mapper_.num_features());
+  spec.max_depth = params.max_depth;
+  spec.min_samples_split = params.min_samples_split;
+  spec.min_samples_leaf = params.min_samples_leaf;
+  spec.max_leaf_nodes = params.max_leaf_nodes;
+  spec.min_impurity_decrease = params.min_impurity_decrease;
+  spec.extra_trees = params.extra_trees;
+
+  const int wanted = params.n_estimators;
+  std::vector<tree::Tree> trees(static_cast<std::size_t>(wanted));
+  std::vector<std::vector<double>> outputs(static_cast<std::size_t>(wanted));
+  std::vector<std::uint8_t> grown(static_cast<std::size_t>(wanted), 0);
+  // Out-of-bag bookkeeping: which rows each tree trained on, one bit per row.
+  std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
+  const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
+  std::atomic<bool> out_of_time{false};
+#pragma omp parallel num_threads(thread_count)
+  {
+    ForestTreeGrower grower(data, spec);
+    std::vector<std::uint32_t> counts;
+    std::vector<std::int32_t> tree_rows;
+#pragma omp for schedule(dynamic, 1)
+    for (int tree_index = 0; tree_index < wanted; ++tree_index) {
+      // The first tree is always grown, so a model exists however short the time.
+      if (tree_index > 0 && (out_of_time.load() || deadline.Expired())) {
+        out_of_time.store(true);
+        continue;
+      }
+      tree_rows.clear();
+      if (params.bootstrap) {
+        Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
+        for (std::int64_t row = 0; row < rows; ++row) {
+          if (counts[row] > 0) tree_rows.push_back(static_cast<std::int32_t>(row));
+        }
+      } else {
+        counts.assign(static_cast<std::size_t>(rows), 1);
+        tree_rows.resize(static_cast<std::size_t>(rows));
+        for (std::int64_t row = 0; row < rows; ++row) tree_rows[row] = static_cast<std::int32_t>(row);
+      }
+      if (out_of_bag != nullptr) {
+        std::vector<std::uint64_t>& bits = in_bag[tree_index];
+        bits.assign(static_cast<std::size_t>((rows + 63) / 64), 0);
+        for (std::int32_t row : tree_rows) bits[row / 64] |= std::uint64_t(1) << (row % 64);
+      }
+      trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
+                                      std::uint64_t(tree_index), outputs[tree_index]);
+      grown[tree_index] = 1;
+    }
+  }
+  // Keep the trees grown, in order; regression leaves hold the uncentred means.
+  std::vector<int> kept;
+  for (int tree_index = 0; tree_index < wanted; ++tree_index) {
+    if (!grown[tree_index]) continue;
+    kept.push_back(tree_index);
+    if (regression) {
+      for (double& value : outputs[tree_index]) value += target_mean;
+    }
+    model.trees_.push_back(std::move(trees[tree_index]));
+    model.leaf_outputs_.insert(model.leaf_outputs_.end(), outputs[tree_index].begin(),
+                               outputs[tree_index].end());
+  }
+  model.report_.trees = static_cast<int>(model.trees_.size());
+  model.report_.stop_reason =
+      model.report_.trees == wanted ? "n_estimators reached" : "deadline";
+  model.Layout();
+
+  if (out_of_bag != nullptr) {
+    // Each row: the mean over the trees that did not train on it, summed in tree order.
+    const int outputs_per_row = model.num_outputs_;
+    out_of_bag->assign(static_cast<std::size_t>(rows * outputs_per_row), 0.0);
+    std::vector<std::int64_t> leaf_base(kept.size() + 1, 0);
+    for (std::size_t at = 0; at < kept.size(); ++at) {
+      leaf_base[at + 1] = leaf_base[at] + model.trees_[at].num_leaves();
+    }
+#pragma omp parallel for num_threads(thread_count) schedule(static, 256)
+    for (std::int64_t row = 0; row < rows; ++row) {
+      double* out = out_of_bag->data() + row * outputs_per_row;
+      int voters = 0;
+      for (std::size_t at = 0; at < kept.size(); ++at) {
+        const std::vector<std::uint64_t>& bits = in_bag[kept[at]];
+        if ((bits[row / 64] >> (row % 64)) & 1u) continue;
+        const std::int64_t leaf = leaf_base[at] + model.trees_[at].LeafOfBins(bins, row);
+        for (int k = 0; k < outputs_per_row; ++k) {
+          out[k] += model.leaf_outputs_[leaf * outputs_per_row + k];
+        }
+        ++voters;
+      }
+      if (voters == 0) {
+        // In every bootstrap: the whole forest's prediction.
+        for (std::size_t at = 0; at < kept.size(); ++at) {
+          const std::int64_t leaf = leaf_base[at] + model.trees_[at].LeafOfBins(bins, row);
+          for (int k = 0; k < outputs_per_row; ++k) {
+            out[k] += model.leaf_outputs_[leaf * outputs_per_row + k];
+          }
+        }
+        voters = static_cast<int>(kept.size());
+      }
+      for (int k = 0; k < outputs_per_row; ++k) out[k] /= double(voters);
+    }
+  }
+  model.report_.train_seconds = train_watch.Seconds();
+  return model;
+}
+
+void ForestModel::Layout() { forest_.Build(trees_, mapper_); }
+
+std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features,
+                                         int threads) const {
+  Context context;
+  context.num_threads = threads;
+  const std::int64_t rows = features.num_rows;
+  const int outputs = num_outputs_;
+  std::vector<double> out(static_cast<std::size_t>(rows * outputs), 0.0);
+  const int trees = forest_.num_trees();
+  // Blocks of rows go tree by tree, so a tree's nodes stay in cache.
+  constexpr std::int64_t kBlockRows = 64;
+  const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const double scale = trees > 0 ? 1.0 / double(trees) : 0.0;
+#pragma omp parallel for num_threads(context.Threads()) schedule(static)
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int64_t first = block * kBlockRows;
+    const std::int64_t last = std::min(rows, first + kBlockRows);
+    for (int tree = 0; tree < trees; ++tree) {
+      for (std::int64_t row = first; row < last; ++row) {
+        const std::int32_t leaf = forest_.Leaf(
+            tree, mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
+            [&](int feature) { return features.CategoricalColumn(feature)[row]; });
+        const double* values = leaf_outputs_.data() + std::size_t(leaf) * outputs;
+        double* into = out.data() + row * outputs;
+        for (int k = 0; k < outputs; ++k) into[k] += values[k];
+      }
+    }
+    for (std::int64_t at = first * outputs; at < last * outputs; ++at) out[at] *= scale;
+  }
+  return out;
+}
+
+std::string ForestModel::Serialize() const {
+  ByteWriter writer;
+  writer.Put<std::int32_t>(num_outputs_);
+  mapper_.Write(writer);
+  writer.Put<std::uint32_t>(static_cast<std::uint32_t>(trees_.size()));
+  for (const tree::Tree& tree : trees_) tree.Write(writer);
+  writer.PutVector(leaf_outputs_);
+  writer.PutString(report_.stop_reason);
+  return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+}
+
+ForestModel ForestModel::Deserialize(std::string_view bytes, const std::string& name) {
+  ByteReader reader(UnframeBytes(bytes, kModelMagic, kModelVersion, name), name);
+  ForestModel model;
+  model.num_outputs_ = reader.Get<std::int32_t>();
+  if (model.num_outputs_ < 1 || model.num_outputs_ > 100000)
+    reader.Corrupted("implausible output count");
+  model.mapper_ = tree::BinMapper::Read(reader);
+  const auto count = reader.Get<std::uint32_t>();
+  if (count == 0 || count > 1000000) reader.Corrupted("implausible tree count");
+  std::int64_t leaves = 0;
+  for (std::uint32_t at = 0; at < count; ++at) {
+    model.trees_.push_back(tree::Tree::Read(reader, model.mapper_.num_features()));
+    leaves += model.trees_.back().num_leaves();
+  }
+  model.leaf_outputs_ = reader.GetVector<double>();
+  if (static_cast<std::int64_t>(model.leaf_outputs_.size()) != leaves * model.num_outputs_) {
+    reader.Corrupted("leaf outputs do not match the trees");
+  }
+  model.report_.stop_reason = reader.GetString();
+  if (!reader.AtEnd()) reader.Corrupted("bytes after the model");
+  model.report_.trees = static_cast<int>(count);
+  model.Layout();
+  return model;
+}
+
+}  // namespace tabforge::forest

@@ -1,0 +1,123 @@
+#include "models/forest/forest_family.h"
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "models/forest/forest.h"
+
+namespace tabforge::forest {
+namespace {
+
+class ForestFamilyModel final : public models::Model {
+ public:
+  ForestFamilyModel(std::string family, ForestParams params, const models::Task& task)
+      : family_(std::move(family)), params_(std::move(params)), task_(task) {}
+  ForestFamilyModel(std::string family, ForestModel model, const models::Task& task)
+      : family_(std::move(family)), task_(task), model_(std::move(model)) {}
+
+  void Fit(const features::FeatureMatrix& train, std::span<const double> labels,
+           const features::FeatureMatrix* /*valid*/, std::span<const double> /*valid_labels*/,
+           const models::FitContext& context) override {
+    Train(train, labels, context, nullptr);
+  }
+
+  bool HasOutOfFold() const override { return params_.bootstrap; }
+
+  std::vector<double> FitOutOfFold(const features::FeatureMatrix& train,
+                                   std::span<const double> labels,
+                                   const models::FitContext& context) override {
+    std::vector<double> out_of_bag;
+    Train(train, labels, context, &out_of_bag);
+    return out_of_bag;
+  }
+
+  std::vector<double> Predict(const features::FeatureMatrix& features, int threads) const override {
+    return model_.Predict(features, threads);
+  }
+
+  std::string Serialize() const override { return model_.Serialize(); }
+
+  models::ModelInfo Info() const override {
+    models::ModelInfo info;
+    info.family = family_;
+    info.iterations = model_.report().trees;
+    info.stop_reason = model_.report().stop_reason;
+    info.fit_seconds = fit_seconds_;
+    info.device = "cpu";
+    info.device_note = device_note_;
+    return info;
+  }
+
+  std::unique_ptr<models::Model> CloneForRefit(int /*iterations*/) const override {
+    return std::make_unique<ForestFamilyModel>(family_, params_, task_);
+  }
+
+ private:
+  void Train(const features::FeatureMatrix& train, std::span<const double> labels,
+             const models::FitContext& context, std::vector<double>* out_of_bag) {
+    Stopwatch watch;
+    ForestParams params = params_;
+    params.seed ^= context.seed;
+    device_note_.clear();
+    if (params.device != "cpu" || context.num_gpus > 0) {
+      device_note_ = "CUDA not used: this build grows forests on the CPU only";
+    }
+    const int classes = task_.problem_type == ProblemType::kRegression ? 1 : task_.num_classes;
+    model_ = ForestModel::Fit(train, labels, classes, params, context.threads, context.deadline,
+                              out_of_bag);
+    fit_seconds_ = watch.Seconds();
+  }
+
+  std::string family_;
+  ForestParams params_;
+  models::Task task_;
+  ForestModel model_;
+  double fit_seconds_ = 0;
+  std::string device_note_;
+};
+
+ForestParams Defaults(bool extra_trees, const models::Task& task) {
+  ForestParams params;
+  params.extra_trees = extra_trees;
+  params.bootstrap = !extra_trees;
+  params.criterion =
+      task.problem_type == ProblemType::kRegression ? Criterion::kSquaredError : Criterion::kGini;
+  return params;
+}
+
+std::unique_ptr<models::Model> Create(const char* family, bool extra_trees,
+                                      const std::string& json, const models::Task& task) {
+  ForestParams params = ForestParams::FromJson(json, Defaults(extra_trees, task));
+  const bool regression = task.problem_type == ProblemType::kRegression;
+  if (regression != (params.criterion == Criterion::kSquaredError)) {
+    throw InvalidInput(regression
+                           ? "criterion gini/entropy is for classification; this is a regression "
+                             "problem: use criterion squared_error"
+                           : "criterion squared_error is for regression; this is a classification "
+                             "problem: use gini or entropy");
+  }
+  return std::make_unique<ForestFamilyModel>(family, std::move(params), task);
+}
+
+}  // namespace
+
+std::unique_ptr<models::Model> CreateRfModel(const std::string& hyperparameters_json,
+                                             const models::Task& task) {
+  return Create("RF", false, hyperparameters_json, task);
+}
+
+std::unique_ptr<models::Model> CreateXtModel(const std::string& hyperparameters_json,
+                                             const models::Task& task) {
+  return Create("XT", true, hyperparameters_json, task);
+}
+
+std::unique_ptr<models::Model> DeserializeRfModel(std::string_view bytes, const std::string& name,
+                                                  const models::Task& task) {
+  return std::make_unique<ForestFamilyModel>("RF", ForestModel::Deserialize(bytes, name), task);
+}
+
+std::unique_ptr<models::Model> DeserializeXtModel(std::string_view bytes, const std::string& name,
+                                                  const models::Task& task) {
+  return std::make_unique<ForestFamilyModel>("XT", ForestModel::Deserialize(bytes, name), task);
+}
+
+}  // namespace tabforge::forest

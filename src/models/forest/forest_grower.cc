@@ -1,0 +1,416 @@
+#include "models/forest/forest_grower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "models/tree/grower_loop.h"
+
+namespace tabforge::forest {
+namespace {
+
+constexpr std::uint64_t kFeatureOrderStream = 0x666f7264;  // "ford"
+constexpr std::uint64_t kThresholdStream = 0x74687264;     // "thrd"
+constexpr double kPureEpsilon = 1e-12;
+
+void SetBit(std::vector<std::uint32_t>& bits, int bin) {
+  const auto word = static_cast<std::size_t>(bin / 32);
+  if (bits.size() <= word) bits.resize(word + 1, 0);
+  bits[word] |= 1u << (bin % 32);
+}
+
+bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
+  const auto word = static_cast<std::size_t>(bin / 32);
+  return word < bits.size() && ((bits[word] >> (bin % 32)) & 1u);
+}
+
+}  // namespace
+
+struct ForestTreeGrower::Candidate {
+  tree::LeafSplit split;          // feature < 0: none
+  double improvement = -std::numeric_limits<double>::infinity();
+  std::int64_t left_rows = 0;     // distinct rows going left
+};
+
+ForestTreeGrower::ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec)
+    : data_(data), spec_(spec) {
+  width_ = spec_.criterion == Criterion::kSquaredError ? 2 : spec_.num_classes;
+  const int max_bins = data_.mapper->MaxBins();
+  histogram_.assign(static_cast<std::size_t>(max_bins) * width_, 0.0);
+  bin_rows_.assign(static_cast<std::size_t>(max_bins), 0);
+  left_.resize(static_cast<std::size_t>(width_));
+  right_.resize(static_cast<std::size_t>(width_));
+  feature_order_.resize(static_cast<std::size_t>(data_.mapper->num_features()));
+}
+
+double ForestTreeGrower::Score(const double* sums) const {
+  switch (spec_.criterion) {
+    case Criterion::kSquaredError:
+      return sums[0] > 0 ? sums[1] * sums[1] / sums[0] : 0.0;
+    case Criterion::kGini: {
+      double total = 0, squares = 0;
+      for (int k = 0; k < width_; ++k) {
+        total += sums[k];
+        squares += sums[k] * sums[k];
+      }
+      return total > 0 ? squares / total : 0.0;
+    }
+    case Criterion::kEntropy: {
+      double total = 0, terms = 0;
+      for (int k = 0; k < width_; ++k) {
+        if (sums[k] > 0) terms += sums[k] * std::log(sums[k]);
+        total += sums[k];
+      }
+      return total > 0 ? terms - total * std::log(total) : 0.0;
+    }
+  }
+  return 0.0;
+}
+
+void ForestTreeGrower::NodeSums(std::int64_t begin, std::int64_t end, double* sums,
+                                double* squares) const {
+  std::fill(sums, sums + width_, 0.0);
+  *squares = 0;
+  for (std::int64_t at = begin; at < end; ++at) {
+    const std::int32_t row = order_[at];
+    const double weight = weights_[row];
+    if (data_.targets != nullptr) {
+      const double target = data_.targets[row];
+      sums[0] += weight;
+      sums[1] += weight * target;
+      *squares += weight * target * target;
+    } else {
+      sums[data_.classes[row]] += weight;
+    }
+  }
+}
+
+bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t end,
+                                  const double* parent, double parent_score,
+                                  std::uint64_t node_key, Candidate& best) {
+  const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
+  const int width = width_;
+  const bool regression = data_.targets != nullptr;
+  const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
+  const std::uint8_t* narrow = data_.bins->wide() ? nullptr : data_.bins->bins8.data() + feature;
+  const std::uint16_t* wide = data_.bins->wide() ? data_.bins->bins16.data() + feature : nullptr;
+  double* histogram = histogram_.data();
+  std::int64_t* bin_rows = bin_rows_.data();
+  used_.clear();
+  const std::int64_t count = end - begin;
+  for (std::int64_t index = 0; index < count; ++index) {
+    const std::size_t row = static_cast<std::size_t>(order_[begin + index]);
+    const int bin = narrow != nullptr ? narrow[row * stride] : wide[row * stride];
+    if (bin_rows[bin]++ == 0) used_.push_back(bin);
+    const double weight = node_weight_[index];
+    if (regression) {
+      histogram[bin * 2] += weight;
+      histogram[bin * 2 + 1] += weight * node_value_[index];
+    } else {
+      histogram[bin * width + node_class_[index]] += weight;
+    }
+  }
+  auto clear = [&]() {
+    for (int bin : used_) {
+      bin_rows[bin] = 0;
+      std::fill(histogram + bin * width, histogram + (bin + 1) * width, 0.0);
+    }
+  };
+  if (used_.size() < 2) {
+    clear();
+    return false;
+  }
+  // The node's bins in sweep order; a numeric feature's missing bin is set aside (it goes to
+  // whichever side gains more).
+  const bool categorical = feature_bins.categorical;
+  int missing_bin = -1;
+  if (categorical) {
+    if (spec_.num_classes <= 2) {
+      // Two classes or a target: sorting the categories by their mean and cutting the order
+      // finds the best of all subsets (Breiman et al. 1984, Fisher 1958).
+      auto mean = [&](int bin) {
+        const double* sums = histogram + bin * width;
+        return regression ? sums[1] / sums[0] : sums[1] / (sums[0] + sums[1]);
+      };
+      std::sort(used_.begin(), used_.end(), [&](int a, int b) {
+        const double mean_a = mean(a), mean_b = mean(b);
+        return mean_a < mean_b || (mean_a == mean_b && a < b);
+      });
+    } else {
+      std::sort(used_.begin(), used_.end());
+    }
+  } else {
+    std::sort(used_.begin(), used_.end());
+    if (used_.back() == feature_bins.missing_bin()) {
+      missing_bin = used_.back();
+      used_.pop_back();
+    }
+  }
+  const int values = static_cast<int>(used_.size());
+  // Cut points: after used_[cut] for cut in [0, last]; with missing values, "every value left,
+  // missing right" is a cut too.
+  const int last = missing_bin >= 0 ? values - 1 : values - 2;
+  int only_cut = -1;
+  if (spec_.extra_trees) {
+    const std::uint64_t stream = kThresholdStream ^ Mix64(tree_index_);
+    const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
+    if (categorical || values < 2) {
+      only_cut = static_cast<int>(RandomBelow(seed_, stream, counter, std::uint64_t(last) + 1));
+    } else {
+      // A threshold drawn uniformly between the node's smallest and largest value boundaries
+      // (scikit-learn draws it between the node's smallest and largest value).
+      const double low = feature_bins.upper_bounds[used_[0]];
+      const double high = feature_bins.upper_bounds[used_[values - 2]];
+      const double drawn = low + (high - low) * RandomUniform(seed_, stream, counter);
+      only_cut = 0;
+      while (only_cut < values - 2 && feature_bins.upper_bounds[used_[only_cut]] < drawn) {
+        ++only_cut;
+      }
+    }
+  }
+  const std::int64_t missing_rows = missing_bin >= 0 ? bin_rows[missing_bin] : 0;
+  double* left = left_.data();
+  double* right = right_.data();
+  for (int missing_left = 0; missing_left < (missing_bin >= 0 ? 2 : 1); ++missing_left) {
+    std::fill(left, left + width, 0.0);
+    std::int64_t left_rows = 0;
+    if (missing_left) {
+      for (int k = 0; k < width; ++k) left[k] = histogram[missing_bin * width + k];
+      left_rows = missing_rows;
+    }
+    for (int cut = 0; cut <= last; ++cut) {
+      if (cut < values) {
+        const int bin = used_[cut];
+        for (int k = 0; k < width; ++k) left[k] += histogram[bin * width + k];
+        left_rows += bin_rows[bin];
+      }
+      // Every row on one side is no split.
+      if (cut == values - 1 && missing_left) break;
+      if (only_cut >= 0 && cut != only_cut) continue;
+      if (left_rows < spec_.min_samples_leaf) continue;
+      if (count - left_rows < spec_.min_samples_leaf) break;
+      for (int k = 0; k < width; ++k) right[k] = parent[k] - left[k];
+      const double improvement = Score(left) + Score(right) - parent_score;
+      if (improvement > best.improvement) {
+        best.improvement = improvement;
+        best.left_rows = left_rows;
+        tree::LeafSplit& split = best.split;
+        split.gain = improvement;
+        split.feature = feature;
+        split.categorical = categorical;
+        split.default_left = missing_left;
+        split.left_bins.clear();
+        if (categorical) {
+          for (int at = 0; at <= cut; ++at) SetBit(split.left_bins, used_[at]);
+          split.threshold_bin = 0;
+        } else if (cut + 1 < values) {
+          // Midway (in bins) between the node's values on either side, as scikit-learn
+          // splits midway between values.
+          split.threshold_bin = (used_[cut] + used_[cut + 1] - 1) / 2;
+          split.threshold_bin = std::max(split.threshold_bin, used_[cut]);
+        } else {
+          split.threshold_bin = used_[cut];
+        }
+      }
+    }
+  }
+  clear();
+  return true;
+}
+
+ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std::int64_t end,
+                                                        int depth, std::uint64_t node_key,
+                                                        std::vector<std::uint8_t>& constant) {
+  Candidate best;
+  const std::int64_t count = end - begin;
+  if (count < spec_.min_samples_split || count < 2 * spec_.min_samples_leaf) return best;
+  if (spec_.max_depth > 0 && depth >= spec_.max_depth) return best;
+  std::vector<double> parent(static_cast<std::size_t>(width_));
+  double squares = 0;
+  NodeSums(begin, end, parent.data(), &squares);
+  double total_weight = 0;
+  if (data_.targets != nullptr) {
+    total_weight = parent[0];
+    const double spread = squares - parent[1] * parent[1] / parent[0];
+    if (spread <= kPureEpsilon * (squares + 1e-300)) return best;
+  } else {
+    double largest = 0;
+    for (int k = 0; k < width_; ++k) {
+      total_weight += parent[k];
+      largest = std::max(largest, parent[k]);
+    }
+    if (largest >= total_weight) return best;  // pure
+  }
+  // The node's weights and classes (or targets) in row order, read once per feature tried.
+  node_weight_.resize(static_cast<std::size_t>(count));
+  if (data_.targets != nullptr) {
+    node_value_.resize(static_cast<std::size_t>(count));
+  } else {
+    node_class_.resize(static_cast<std::size_t>(count));
+  }
+  for (std::int64_t index = 0; index < count; ++index) {
+    const std::int32_t row = order_[begin + index];
+    node_weight_[index] = weights_[row];
+    if (data_.targets != nullptr) {
+      node_value_[index] = data_.targets[row];
+    } else {
+      node_class_[index] = data_.classes[row];
+    }
+  }
+  const double parent_score = Score(parent.data());
+  // Features in a random order (Fisher-Yates, drawn as far as needed).
+  const int features = static_cast<int>(feature_order_.size());
+  for (int feature = 0; feature < features; ++feature) feature_order_[feature] = feature;
+  const std::uint64_t stream = kFeatureOrderStream ^ Mix64(tree_index_);
+  int varying = 0;
+  for (int at = 0; at < features; ++at) {
+    if (varying >= spec_.features_per_node && best.split.valid()) break;
+    const std::uint64_t pick =
+        at + RandomBelow(seed_, stream, node_key * 65537 + at, std::uint64_t(features - at));
+    std::swap(feature_order_[at], feature_order_[pick]);
+    const int feature = feature_order_[at];
+    if (constant[feature]) continue;
+    if (TryFeature(feature, begin, end, parent.data(), parent_score, node_key, best)) {
+      ++varying;
+    } else {
+      constant[feature] = 1;
+    }
+  }
+  if (best.split.valid()) {
+    // scikit-learn's min_impurity_decrease: the weighted impurity decrease per root weight;
+    // its entropy is in bits.
+    double decrease = best.improvement / root_weight_;
+    if (spec_.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
+    if (decrease + kPureEpsilon < spec_.min_impurity_decrease) best = Candidate{};
+  }
+  return best;
+}
+
+tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::uint32_t* weights,
+                                  std::uint64_t seed, std::uint64_t tree_index,
+                                  std::vector<double>& leaf_outputs) {
+  seed_ = seed;
+  tree_index_ = tree_index;
+  weights_ = weights;
+  order_.swap(rows);
+  spare_.resize(order_.size());
+  const auto num_rows = static_cast<std::int64_t>(order_.size());
+  {
+    std::vector<double> sums(static_cast<std::size_t>(width_));
+    double squares = 0;
+    NodeSums(0, num_rows, sums.data(), &squares);
+    root_weight_ = data_.targets != nullptr ? sums[0] : 0.0;
+    if (data_.targets == nullptr) {
+      for (double value : sums) root_weight_ += value;
+    }
+  }
+  tree::Tree tree(0.0);
+  // Per leaf of the tree: its rows [begin, end) of order_, depth and pending split.
+  struct Leaf {
+    std::int64_t begin = 0;
+    std::int64_t end = 0;
+    int depth = 0;
+    Candidate candidate;
+    std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
+  };
+  std::vector<Leaf> leaves(1);
+  leaves[0].end = num_rows;
+  leaves[0].constant.assign(feature_order_.size(), 0);
+  std::uint64_t nodes_made = 0;
+  leaves[0].candidate = FindSplit(0, num_rows, 0, nodes_made++, leaves[0].constant);
+  // Depth-first without a leaf limit (a stack); best-first with one (largest improvement,
+  // ties to the lower leaf).
+  const bool best_first = spec_.max_leaf_nodes > 0;
+  auto before = [&](int a, int b) {
+    const double gain_a = leaves[a].candidate.improvement;
+    const double gain_b = leaves[b].candidate.improvement;
+    return gain_a < gain_b || (gain_a == gain_b && a > b);
+  };
+  std::priority_queue<int, std::vector<int>, decltype(before)> queue(before);
+  std::vector<int> stack;
+  auto push = [&](int leaf) {
+    if (!leaves[leaf].candidate.split.valid()) return;
+    if (best_first) {
+      queue.push(leaf);
+    } else {
+      stack.push_back(leaf);
+    }
+  };
+  push(0);
+  while (best_first ? !queue.empty() : !stack.empty()) {
+    if (best_first && tree.num_leaves() >= spec_.max_leaf_nodes) break;
+    int chosen;
+    if (best_first) {
+      chosen = queue.top();
+      queue.pop();
+    } else {
+      chosen = stack.back();
+      stack.pop_back();
+    }
+    const tree::LeafSplit split = std::move(leaves[chosen].candidate.split);
+    const tree::FeatureBins& feature_bins = data_.mapper->feature(split.feature);
+    const int missing_bin = feature_bins.missing_bin();
+    // Stable partition: left rows stay in front, in order; right rows follow.
+    const std::int64_t begin = leaves[chosen].begin;
+    const std::int64_t end = leaves[chosen].end;
+    std::int64_t left_write = begin;
+    std::int64_t right_write = 0;
+    for (std::int64_t at = begin; at < end; ++at) {
+      const std::int32_t row = order_[at];
+      const int bin = data_.bins->Bin(split.feature, row);
+      const bool left = split.categorical    ? TestBit(split.left_bins, bin)
+                        : bin == missing_bin ? split.default_left
+                                             : bin <= split.threshold_bin;
+      if (left) {
+        order_[left_write++] = row;
+      } else {
+        spare_[right_write++] = row;
+      }
+    }
+    std::copy(spare_.begin(), spare_.begin() + right_write, order_.begin() + left_write);
+    TFG_CHECK(left_write - begin == leaves[chosen].candidate.left_rows,
+              "forest partition sent {} rows left, the split's counts say {}", left_write - begin,
+              leaves[chosen].candidate.left_rows);
+    const int new_leaf = tree::CommitSplit(tree, chosen, split, *data_.mapper);
+    Leaf right;
+    right.begin = left_write;
+    right.end = end;
+    right.depth = leaves[chosen].depth + 1;
+    right.constant = leaves[chosen].constant;
+    leaves[chosen].end = left_write;
+    leaves[chosen].depth += 1;
+    leaves.push_back(std::move(right));
+    leaves[chosen].candidate = FindSplit(begin, left_write, leaves[chosen].depth, nodes_made++,
+                                         leaves[chosen].constant);
+    leaves[new_leaf].candidate = FindSplit(left_write, end, leaves[new_leaf].depth, nodes_made++,
+                                           leaves[new_leaf].constant);
+    // Only pending leaves need their flags.
+    if (!leaves[chosen].candidate.split.valid()) std::vector<std::uint8_t>().swap(leaves[chosen].constant);
+    if (!leaves[new_leaf].candidate.split.valid()) {
+      std::vector<std::uint8_t>().swap(leaves[new_leaf].constant);
+    }
+    // Depth-first: the left child is split next.
+    push(new_leaf);
+    push(chosen);
+  }
+  // Leaf outputs from the leaves' rows.
+  std::vector<double> sums(static_cast<std::size_t>(width_));
+  for (const Leaf& leaf : leaves) {
+    double squares = 0;
+    NodeSums(leaf.begin, leaf.end, sums.data(), &squares);
+    if (data_.targets != nullptr) {
+      leaf_outputs.push_back(sums[0] > 0 ? sums[1] / sums[0] : 0.0);
+    } else {
+      double total = 0;
+      for (double value : sums) total += value;
+      for (double value : sums) leaf_outputs.push_back(total > 0 ? value / total : 0.0);
+    }
+  }
+  order_.swap(rows);
+  return tree;
+}
+
+}  // namespace tabforge::forest

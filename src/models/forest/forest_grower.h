@@ -1,0 +1,88 @@
+// One tree of a random forest (or of extremely randomized trees), grown from per-bin statistics
+// of the node's rows: weighted class counts (Gini, entropy) or weighted target sums (squared
+// error). Nodes try features in a random order drawn per node until `features_per_node`
+// features that vary in the node were tried (more when none of them gave a valid split, as
+// scikit-learn does). A grower holds the scratch of one thread and is reused across trees.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/forest/forest.h"
+#include "models/tree/binning.h"
+#include "models/tree/tree.h"
+
+namespace tabforge::forest {
+
+// How every tree of the forest grows.
+struct TreeSpec {
+  Criterion criterion = Criterion::kGini;
+  int num_classes = 2;  // classification; 1 for regression
+  int features_per_node = 1;
+  int max_depth = 0;  // 0: none
+  std::int64_t min_samples_split = 2;
+  std::int64_t min_samples_leaf = 1;
+  int max_leaf_nodes = 0;  // 0: none (depth-first); else best-first up to this many leaves
+  double min_impurity_decrease = 0;
+  bool extra_trees = false;
+};
+
+// The training rows every tree reads (borrowed).
+struct TrainingRows {
+  const tree::BinMatrix* bins = nullptr;
+  const tree::BinMapper* mapper = nullptr;
+  const std::int32_t* classes = nullptr;  // classification: the class of each row
+  const double* targets = nullptr;        // regression: the target of each row, centred
+};
+
+class ForestTreeGrower {
+ public:
+  ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec);
+
+  // Grows a tree on `rows` (distinct row indices, ascending; reordered in place) where row r
+  // counts `weights[r]` times (its bootstrap multiplicity; indexed by row). Randomness is
+  // keyed by (seed, tree_index, node). Appends the tree's leaf outputs (leaf by leaf,
+  // num_classes class fractions, or 1 weighted mean of the centred targets) to
+  // `leaf_outputs`.
+  tree::Tree Grow(std::vector<std::int32_t>& rows, const std::uint32_t* weights,
+                  std::uint64_t seed, std::uint64_t tree_index, std::vector<double>& leaf_outputs);
+
+ private:
+  struct Candidate;
+  // Sums of the node's rows [begin, end) of order_ into `sums` (width_ values, plus the
+  // weighted sum of squared targets for regression into `squares`).
+  void NodeSums(std::int64_t begin, std::int64_t end, double* sums, double* squares) const;
+  // The best split of the node, or an invalid one when it should stay a leaf. `constant` flags
+  // the features known to hold one value in the node (found in an ancestor, or here: a
+  // feature constant in a node is constant in all its descendants, so they skip it).
+  Candidate FindSplit(std::int64_t begin, std::int64_t end, int depth, std::uint64_t node_key,
+                      std::vector<std::uint8_t>& constant);
+  // Evaluates `feature` on the node; returns false when the feature has one value there.
+  bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
+                  double parent_score, std::uint64_t node_key, Candidate& best);
+  // The criterion's score of sums (higher is purer; improvements are score differences).
+  double Score(const double* sums) const;
+
+  TrainingRows data_;
+  TreeSpec spec_;
+  int width_ = 2;  // statistics per bin: classes, or (weight, weighted target)
+  std::uint64_t seed_ = 0;
+  std::uint64_t tree_index_ = 0;
+  double root_weight_ = 1;  // the tree's total row weight (min_impurity_decrease's scale)
+  // Scratch, reused: the node's row weights and classes (or targets) in row order, per-bin
+  // sums and row counts (zero between uses), the bins the node uses, a partition buffer.
+  std::vector<std::int32_t> order_;
+  const std::uint32_t* weights_ = nullptr;
+  std::vector<double> node_weight_;
+  std::vector<double> node_value_;
+  std::vector<std::int32_t> node_class_;
+  std::vector<double> histogram_;
+  std::vector<std::int64_t> bin_rows_;
+  std::vector<int> used_;
+  std::vector<double> left_;
+  std::vector<double> right_;
+  std::vector<std::int32_t> spare_;
+  std::vector<int> feature_order_;
+};
+
+}  // namespace tabforge::forest
