@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "data/problem_type.h"
 
 namespace tabforge::automl {
 namespace {
@@ -108,6 +109,7 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
             what, family_key, index + 1, params.dump()));
       }
       ModelConfig config;
+      bool applies = true;
       config.family = family_key;
       config.name = family_key;
       config.priority = DefaultPriority(family_key);
@@ -121,10 +123,18 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
               config.name = arg.get<std::string>();
             } else if (key == "priority") {
               config.priority = arg.get<int>();
+            } else if (key == "problem_types") {
+              // The problem types the configuration applies to; others skip it.
+              bool listed = false;
+              for (const std::string& type : arg.get<std::vector<std::string>>()) {
+                const ProblemType parsed = data::ParseProblemType(type);
+                listed = listed || parsed == task.problem_type;
+              }
+              applies = listed;
             } else {
               throw InvalidInput(fmt::format(
                   "{}: unknown ag_args key '{}' in {} configuration {}; the valid ones are: "
-                  "name, name_suffix, priority",
+                  "name, name_suffix, priority, problem_types",
                   what, key, family_key, index + 1));
             }
           } catch (const nlohmann::json::exception&) {
@@ -162,6 +172,7 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
         }
         params.erase("ag_args_fit");
       }
+      if (!applies) continue;
       config.params_json = params.dump();
       try {
         family.create(config.params_json, task);

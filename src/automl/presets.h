@@ -2,7 +2,8 @@
 // (bagging folds and sets, stack levels, refit) and names a hyperparameter set
 // (presets/hyperparameters_<set>.json): the portfolio of model configurations in AutoGluon's
 // shape, {"GBM": [{...}, {...}], "RF": {...}}, each configuration holding the family's own
-// parameters plus "ag_args" (name_suffix, name, priority) and "ag_args_fit" (num_cpus,
+// parameters plus "ag_args" (name_suffix, name, priority, problem_types: the problem types the
+// configuration applies to, others skip it) and "ag_args_fit" (num_cpus,
 // num_gpus, max_time_limit_ratio).
 #pragma once
 

@@ -66,6 +66,17 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
   BagResult result;
   result.out_of_fold.assign(static_cast<std::size_t>(rows * outputs), 0.0);
   std::vector<std::unique_ptr<models::Model>> members;
+  // A model that predicts its own training rows without them (out-of-bag, leave-one-out)
+  // trains once on every row instead of once per fold (AutoGluon's use_child_oof).
+  if (std::unique_ptr<models::Model> whole = make(); whole->HasOutOfFold()) {
+    result.out_of_fold = whole->FitOutOfFold(train, labels, context);
+    TFG_CHECK(result.out_of_fold.size() == static_cast<std::size_t>(rows * outputs),
+              "{} out-of-fold predictions for {} rows x {} outputs", result.out_of_fold.size(),
+              rows, outputs);
+    members.push_back(std::move(whole));
+    result.group = ModelGroup(family, std::move(members));
+    return result;
+  }
   const int total_fits = static_cast<int>(fold_sets.size()) * folds;
   int fits_done = 0;
   for (std::size_t set = 0; set < fold_sets.size(); ++set) {

@@ -49,7 +49,10 @@ struct BagResult {
 
 // Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds); `make`
 // creates a fresh model of the configuration. Each fold gets an equal share of the time left
-// before the context's deadline. Errors of a fold propagate (the caller records them).
+// before the context's deadline. A model with its own out-of-fold predictions
+// (Model::HasOutOfFold: forests' out-of-bag rows, KNN's leave-one-out) is trained once on
+// every row instead, and the bag holds that one model. Errors of a fold propagate (the caller
+// records them).
 BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,

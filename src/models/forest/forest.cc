@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -104,6 +105,10 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
   const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
   std::atomic<bool> out_of_time{false};
+  // An error in one tree stops the others and is rethrown here (exceptions cannot leave an
+  // OpenMP region).
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(thread_count)
   {
     ForestTreeGrower grower(data, spec);
@@ -112,10 +117,12 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
 #pragma omp for schedule(dynamic, 1)
     for (int tree_index = 0; tree_index < wanted; ++tree_index) {
       // The first tree is always grown, so a model exists however short the time.
+      if (failed.load()) continue;
       if (tree_index > 0 && (out_of_time.load() || deadline.Expired())) {
         out_of_time.store(true);
         continue;
       }
+      try {
       tree_rows.clear();
       if (params.bootstrap) {
         Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
@@ -135,8 +142,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
                                       std::uint64_t(tree_index), outputs[tree_index]);
       grown[tree_index] = 1;
+      } catch (...) {
+#pragma omp critical(forest_failure)
+        if (!failure) failure = std::current_exception();
+        failed.store(true);
+      }
     }
   }
+  if (failure) std::rethrow_exception(failure);
   // Keep the trees grown, in order; regression leaves hold the uncentred means.
   std::vector<int> kept;
   for (int tree_index = 0; tree_index < wanted; ++tree_index) {

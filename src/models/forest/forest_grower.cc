@@ -113,11 +113,14 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
       histogram[bin * width + node_class_[index]] += weight;
     }
   }
+  int missing_bin = -1;  // set aside below; cleared with the others
   auto clear = [&]() {
-    for (int bin : used_) {
+    auto zero = [&](int bin) {
       bin_rows[bin] = 0;
       std::fill(histogram + bin * width, histogram + (bin + 1) * width, 0.0);
-    }
+    };
+    for (int bin : used_) zero(bin);
+    if (missing_bin >= 0) zero(missing_bin);
   };
   if (used_.size() < 2) {
     clear();
@@ -126,7 +129,6 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   // The node's bins in sweep order; a numeric feature's missing bin is set aside (it goes to
   // whichever side gains more).
   const bool categorical = feature_bins.categorical;
-  int missing_bin = -1;
   if (categorical) {
     if (spec_.num_classes <= 2) {
       // Two classes or a target: sorting the categories by their mean and cutting the order
