@@ -60,6 +60,11 @@ class ForestTreeGrower {
   // Evaluates `feature` on the node; returns false when the feature has one value there.
   bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                   double parent_score, std::uint64_t node_key, Candidate& best);
+  // TryFeature for a numeric feature of extremely randomized trees: two passes over the rows
+  // (the value range, then the sums left of the one drawn threshold), no histogram.
+  bool TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
+                            const double* parent, double parent_score, std::uint64_t node_key,
+                            Candidate& best);
   // The criterion's score of sums (higher is purer; improvements are score differences).
   double Score(const double* sums) const;
 
@@ -78,8 +83,12 @@ class ForestTreeGrower {
   std::vector<std::int32_t> node_class_;
   std::vector<double> histogram_;
   std::vector<std::int64_t> bin_rows_;
+  std::vector<double> spare_histogram_;  // the second copy of large nodes' sums (zero between uses)
+  std::vector<std::int64_t> spare_bin_rows_;
   std::vector<int> used_;
+  std::vector<double> parent_;
   std::vector<double> left_;
+  std::vector<double> parent_missing_;
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
   std::vector<int> feature_order_;
