@@ -104,7 +104,7 @@ TEST(Forest, ProbabilitiesSumToOneAndLearnTheProblem) {
       ASSERT_NEAR(sum, 1.0, 1e-9);
     }
     const double accuracy = metrics::Score("accuracy", test.labels, {probabilities, 3});
-    EXPECT_GT(accuracy, 0.8) << (extra ? "XT" : "RF");  // the majority class holds 0.4
+    EXPECT_GT(accuracy, 0.8) << (extra ? "XT" : "RF");
   }
 }
 
