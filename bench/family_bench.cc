@@ -1,6 +1,6 @@
 // Benchmark of one registered model family (RF, XT, KNN, LR, GBM) through the model contract,
 // on the problems of bench_problem.h:
-//   family_bench --family KEY [--params JSON] [--threads N] (--train FILE --test FILE --label COL
+//   family_bench --family KEY [--params JSON] [--threads N] [--gpus N] [--test-rows N] (--train FILE --test FILE --label COL
 //                | --data FILE --label COL [--test-fraction F] [--split-seed S]
 //                | --synthetic ROWS,FEATURES,SEED)
 // Fits on all training rows (no validation rows), predicts the test rows and prints one JSON
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     const std::string family_key = ArgValue(argc, argv, "--family", "");
     if (family_key.empty()) {
       std::fprintf(stderr,
-                   "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] "
+                   "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] [--test-rows N] "
                    "(--train FILE --test FILE --label COL | --data FILE --label COL "
                    "[--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED)\n");
       return 2;
@@ -36,7 +36,15 @@ int main(int argc, char** argv) {
     const std::string params_json = ArgValue(argc, argv, "--params", "{}");
     const int threads = std::stoi(ArgValue(argc, argv, "--threads", "0"));
     const int gpus = std::stoi(ArgValue(argc, argv, "--gpus", "0"));
-    const Problem problem = ProblemFromArgs(argc, argv, threads);
+    Problem problem = ProblemFromArgs(argc, argv, threads);
+    // --test-rows N: the first N test rows only (e.g. 100k queries for KNN).
+    if (const long long cap = std::stoll(ArgValue(argc, argv, "--test-rows", "0"));
+        cap > 0 && cap < problem.test.num_rows) {
+      std::vector<std::int64_t> rows(static_cast<std::size_t>(cap));
+      for (long long row = 0; row < cap; ++row) rows[row] = row;
+      problem.test = features::SelectRows(problem.test, rows);
+      problem.test_labels.resize(static_cast<std::size_t>(cap));
+    }
     models::Task task;
     task.problem_type = problem.type;
     task.num_classes = problem.type == ProblemType::kRegression ? 1 : problem.classes;

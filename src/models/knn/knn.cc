@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/context.h"
 #include "core/error.h"
 #include "core/serialize.h"
 #include "core/timer.h"
 #include "models/dense_encoder.h"
+#include "models/knn/knn_search.h"
 #include "models/param_json.h"
 
 namespace tabforge::knn {
@@ -22,8 +24,45 @@ constexpr std::string_view kModelMagic = "tabforge-knn";
 constexpr std::uint32_t kModelVersion = 1;
 constexpr std::int64_t kQueryBlock = 128;
 constexpr std::int64_t kReferenceBlock = 2048;
+// Up to this many dimensions distances are summed directly; above, through matrix products.
+constexpr int kDirectDims = 16;
+// Distance pairs (queries x references) from which a granted GPU searches: below it the copies
+// and launches cost more than the CPU's products.
+constexpr double kGpuWorthwhilePairs = 2e8;
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// sum[at] = |point - reference (start + at)|^2 for at < width, the references column-major
+// (dimension d of reference r at columns[d * stride + r], `columns` already offset by start).
+using DistanceRow = void (*)(const float* point, const float* columns, std::int64_t stride,
+                             std::int64_t width, float* sum);
+
+template <int kDims>
+void DistanceRowOf(const float* point, const float* columns, std::int64_t stride,
+                   std::int64_t width, float* sum) {
+  float value[kDims];
+  for (int d = 0; d < kDims; ++d) value[d] = point[d];
+  for (std::int64_t at = 0; at < width; ++at) {
+    float total = 0;
+    for (int d = 0; d < kDims; ++d) {
+      const float difference = value[d] - columns[d * stride + at];
+      total += difference * difference;
+    }
+    sum[at] = total;
+  }
+}
+
+template <int... kDims>
+DistanceRow PickDistanceRow(int dims, std::integer_sequence<int, kDims...>) {
+  DistanceRow chosen = nullptr;
+  ((dims == kDims + 1 ? (chosen = &DistanceRowOf<kDims + 1>, true) : false) || ...);
+  return chosen;
+}
+
+// The distance loop for `dims` (1..kDirectDims) dimensions, unrolled at compile time.
+DistanceRow DirectDistances(int dims) {
+  return PickDistanceRow(dims, std::make_integer_sequence<int, kDirectDims>());
+}
 
 }  // namespace
 
@@ -97,12 +136,69 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
   distances.assign(static_cast<std::size_t>(queries * keep),
                    std::numeric_limits<float>::infinity());
   if (keep == 0 || queries == 0) return;
-  const Eigen::Map<const RowMatrix> all_reference(reference.data(), references, dims);
-  const Eigen::Map<const RowMatrix> all_query(query.data(), queries, dims);
-  const Eigen::VectorXf reference_norms = all_reference.rowwise().squaredNorm();
   Context context;
   context.num_threads = threads;
   const std::int64_t blocks = (queries + kQueryBlock - 1) / kQueryBlock;
+  // Merges candidate `candidate` at squared distance `distance` into a query's sorted list;
+  // references arrive in ascending order, so an equal distance never displaces.
+  auto offer = [keep](std::int32_t* best, float* best_distance, float distance,
+                      std::int64_t candidate) {
+    int slot = keep - 1;
+    while (slot > 0 && distance < best_distance[slot - 1]) {
+      best_distance[slot] = best_distance[slot - 1];
+      best[slot] = best[slot - 1];
+      --slot;
+    }
+    best_distance[slot] = distance;
+    best[slot] = static_cast<std::int32_t>(candidate);
+  };
+  if (dims <= kDirectDims) {
+    // Few dimensions: the products would write far more than they compute, so distances are
+    // summed directly, dimension by dimension over a block of references held column-major.
+    std::vector<float> columns(static_cast<std::size_t>(references) * dims);
+    for (std::int64_t row = 0; row < references; ++row) {
+      for (int d = 0; d < dims; ++d) columns[d * references + row] = reference[row * dims + d];
+    }
+    const DistanceRow distance_row = DirectDistances(dims);
+#pragma omp parallel num_threads(context.Threads())
+    {
+      std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t block = 0; block < blocks; ++block) {
+        const std::int64_t first = block * kQueryBlock;
+        const std::int64_t count = std::min(kQueryBlock, queries - first);
+        for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
+          const std::int64_t width = std::min(kReferenceBlock, references - start);
+          for (std::int64_t row = first; row < first + count; ++row) {
+            float* sum = sums.data();
+            distance_row(query.data() + row * dims, columns.data() + start, references, width,
+                         sum);
+            std::int32_t* best = indices.data() + row * keep;
+            float* best_distance = distances.data() + row * keep;
+            // Chunks with no distance under the list's worst are skipped after one count.
+            constexpr std::int64_t kChunk = 16;
+            for (std::int64_t chunk = 0; chunk < width; chunk += kChunk) {
+              const std::int64_t stop = std::min(width, chunk + kChunk);
+              const float worst = best_distance[keep - 1];
+              int closer = 0;
+              for (std::int64_t at = chunk; at < stop; ++at) closer += sum[at] < worst;
+              if (closer == 0) continue;
+              for (std::int64_t at = chunk; at < stop; ++at) {
+                if (!(sum[at] < best_distance[keep - 1])) continue;
+                const std::int64_t candidate = start + at;
+                if (skip_self && candidate == row) continue;
+                offer(best, best_distance, sum[at], candidate);
+              }
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
+  const Eigen::Map<const RowMatrix> all_reference(reference.data(), references, dims);
+  const Eigen::Map<const RowMatrix> all_query(query.data(), queries, dims);
+  const Eigen::VectorXf reference_norms = all_reference.rowwise().squaredNorm();
 #pragma omp parallel num_threads(context.Threads())
   {
     RowMatrix tile;
@@ -125,16 +221,8 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
             if (skip_self && candidate == row) continue;
             const float distance = std::max(
                 0.0f, query_norms[at] + reference_norms[candidate] - 2.0f * dots[column]);
-            // References arrive in ascending order, so an equal distance never displaces.
             if (!(distance < best_distance[keep - 1])) continue;
-            int slot = keep - 1;
-            while (slot > 0 && distance < best_distance[slot - 1]) {
-              best_distance[slot] = best_distance[slot - 1];
-              best[slot] = best[slot - 1];
-              --slot;
-            }
-            best_distance[slot] = distance;
-            best[slot] = static_cast<std::int32_t>(candidate);
+            offer(best, best_distance, distance, candidate);
           }
         }
       }
@@ -159,9 +247,15 @@ class KnnModel final : public models::Model {
     reference_ = encoder_.Transform(train, context.threads);
     references_ = train.num_rows;
     labels_.assign(labels.begin(), labels.end());
-    device_note_ = params_.device != "cpu" || context.num_gpus > 0
-                       ? "CUDA not used: this build searches neighbours on the CPU only"
-                       : "";
+    if (encoder_.num_columns() == 0) {
+      throw InvalidInput(
+          "KNN has no feature to measure distances on: the data has no numeric feature; give "
+          "KNN {\"categorical\": \"onehot\"} to use the categorical ones");
+    }
+    gpu_ = params_.device != "cpu" || context.num_gpus > 0;
+    memory_fraction_ = context.gpu_memory_fraction;
+    device_ = "cpu";
+    device_note_.clear();
     fit_seconds_ = watch.Seconds();
   }
 
@@ -174,8 +268,7 @@ class KnnModel final : public models::Model {
     Stopwatch watch;
     std::vector<std::int32_t> indices;
     std::vector<float> distances;
-    NearestNeighbors(reference_, references_, reference_, references_, encoder_.num_columns(),
-                     params_.n_neighbors, true, context.threads, indices, distances);
+    Search(reference_, references_, true, context.threads, indices, distances);
     std::vector<double> out = Vote(indices, distances, references_);
     fit_seconds_ += watch.Seconds();
     return out;
@@ -185,8 +278,7 @@ class KnnModel final : public models::Model {
     const std::vector<float> query = encoder_.Transform(features, threads);
     std::vector<std::int32_t> indices;
     std::vector<float> distances;
-    NearestNeighbors(reference_, references_, query, features.num_rows, encoder_.num_columns(),
-                     params_.n_neighbors, false, threads, indices, distances);
+    Search(query, features.num_rows, false, threads, indices, distances);
     return Vote(indices, distances, features.num_rows);
   }
 
@@ -227,7 +319,7 @@ class KnnModel final : public models::Model {
     models::ModelInfo info;
     info.family = "KNN";
     info.fit_seconds = fit_seconds_;
-    info.device = "cpu";
+    info.device = device_;
     info.device_note = device_note_;
     return info;
   }
@@ -237,6 +329,31 @@ class KnnModel final : public models::Model {
   }
 
  private:
+  // The neighbours of `queries` rows of `query` among the references: on the GPU when one was
+  // granted and the search is large enough, else (or when the GPU cannot) on the CPU.
+  void Search(const std::vector<float>& query, std::int64_t queries, bool skip_self, int threads,
+              std::vector<std::int32_t>& indices, std::vector<float>& distances) const {
+    if (gpu_) {
+      if (double(queries) * double(references_) < kGpuWorthwhilePairs) {
+        device_note_ = fmt::format(
+            "{:.0f} distance pairs, under the {:.0f} from which the GPU beats the CPU",
+            double(queries) * double(references_), kGpuWorthwhilePairs);
+      } else {
+        std::string why, name;
+        if (DeviceNearestNeighbors(reference_, references_, query, queries,
+                                   encoder_.num_columns(), params_.n_neighbors, skip_self, 0,
+                                   memory_fraction_, indices, distances, why, name)) {
+          device_ = name;
+          device_note_.clear();
+          return;
+        }
+        device_note_ = "CUDA not used: " + why + "; searched on the CPU";
+      }
+    }
+    NearestNeighbors(reference_, references_, query, queries, encoder_.num_columns(),
+                     params_.n_neighbors, skip_self, threads, indices, distances);
+  }
+
   // Class probabilities (or the target's mean) from each row's neighbours.
   std::vector<double> Vote(const std::vector<std::int32_t>& indices,
                            const std::vector<float>& distances, std::int64_t rows) const {
@@ -281,7 +398,10 @@ class KnnModel final : public models::Model {
   std::int64_t references_ = 0;
   std::vector<double> labels_;
   double fit_seconds_ = 0;
-  std::string device_note_;
+  bool gpu_ = false;  // a GPU was granted (or asked for by the parameters)
+  double memory_fraction_ = 0.9;
+  mutable std::string device_ = "cpu";  // where the last search ran
+  mutable std::string device_note_;     // why a granted GPU was not used
 };
 
 }  // namespace

@@ -1,0 +1,24 @@
+// Kernels of the CUDA neighbour search (knn_kernels.cu); pointers are device memory, launched
+// on the default stream.
+#pragma once
+
+#include <cstdint>
+
+namespace tabforge::knn::kernels {
+
+// out[row] = |rows[row]|^2 for row-major `count` x `dims` rows.
+void SquaredNorms(const float* rows, std::int64_t count, int dims, float* out);
+
+// Every query's list: k slots of distance +infinity and index -1.
+void ResetNeighbors(std::int64_t queries, int k, float* best_distances, std::int32_t* best_indices);
+
+// Merges one tile into the lists: dots[query + column * queries] = q . r for reference row
+// first_reference + column (column < width); query q of this block is global query
+// first_query + q, skipped against the reference of the same number when skip_self. Lists are
+// row-major queries x k, ascending, ties to the lower reference.
+void SelectNeighbors(const float* dots, std::int64_t queries, std::int64_t width,
+                     const float* query_norms, const float* reference_norms,
+                     std::int64_t first_reference, std::int64_t first_query, bool skip_self,
+                     int k, float* best_distances, std::int32_t* best_indices);
+
+}  // namespace tabforge::knn::kernels
