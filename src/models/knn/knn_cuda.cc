@@ -63,7 +63,8 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
   // tile of dots, as large as the cap allows.
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
   const std::int64_t reference_bytes = references * (std::int64_t(dims) + 1) * 4;
-  std::int64_t block = std::min<std::int64_t>(queries, 32768);
+  // One thread per query in the selection kernel: large blocks keep the whole GPU busy.
+  std::int64_t block = std::min<std::int64_t>(queries, 131072);
   std::int64_t tile = std::min<std::int64_t>(references, 32768);
   auto need = [&]() {
     return reference_bytes + block * (std::int64_t(dims) + 1 + 2 * keep) * 4 + block * tile * 4;
