@@ -27,23 +27,31 @@ class CompactForest {
   template <typename Numeric, typename Code>
   std::int32_t Leaf(int tree, const BinMapper& mapper, const Numeric& numeric,
                     const Code& code) const {
-    std::int32_t at = roots_[tree];
-    while (at >= 0) {
-      const Node& node = nodes_[at];
-      bool left;
-      if (node.feature & kCategorical) {
-        const int feature = node.feature & kFeatureMask;
-        const Categories& categories = categories_[node.payload];
-        const int bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
-        const std::int32_t word = categories.begin + bin / 32;
-        left = word < categories.end && ((bits_[word] >> (bin % 32)) & 1u);
-      } else {
-        const float value = numeric(node.feature & kFeatureMask);
-        left = std::isnan(value) ? (node.feature & kDefaultLeft) != 0 : value <= node.threshold;
-      }
-      at = left ? node.left : node.right;
-    }
+    std::int32_t at = Root(tree);
+    while (at >= 0) at = Next(at, mapper, numeric, code);
     return ~at;
+  }
+
+  // Traversal one node at a time (to walk several rows side by side): the tree's first node
+  // (>= 0) or ~leaf for a single-leaf tree; then the child of node `at` that the row goes to,
+  // a node (>= 0) or ~leaf (numbered as Leaf's).
+  std::int32_t Root(int tree) const { return roots_[tree]; }
+  template <typename Numeric, typename Code>
+  std::int32_t Next(std::int32_t at, const BinMapper& mapper, const Numeric& numeric,
+                    const Code& code) const {
+    const Node& node = nodes_[at];
+    bool left;
+    if (node.feature & kCategorical) {
+      const int feature = node.feature & kFeatureMask;
+      const Categories& categories = categories_[node.payload];
+      const int bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
+      const std::int32_t word = categories.begin + bin / 32;
+      left = word < categories.end && ((bits_[word] >> (bin % 32)) & 1u);
+    } else {
+      const float value = numeric(node.feature & kFeatureMask);
+      left = std::isnan(value) ? (node.feature & kDefaultLeft) != 0 : value <= node.threshold;
+    }
+    return left ? node.left : node.right;
   }
 
   // The leaf value of that leaf.
