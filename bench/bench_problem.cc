@@ -16,7 +16,6 @@
 namespace tabforge::bench {
 namespace {
 
-
 // Labels as class indices (in the summary's class order) or values.
 std::vector<double> Labels(const data::Table& table, const data::LabelSummary& summary) {
   const data::Column& column = table.ColumnByName(summary.label);
@@ -36,7 +35,6 @@ std::vector<double> Labels(const data::Table& table, const data::LabelSummary& s
   }
   return labels;
 }
-
 
 // The problem of a train and a test table: the pipeline is fitted on train only.
 Problem ProblemFromTables(const data::Table& train_table, const data::Table& test_table,
@@ -167,7 +165,6 @@ void WriteCsv(const std::string& path, const features::FeatureMatrix& matrix,
   }
   WriteFileAtomically(path, text);
 }
-
 
 Problem ProblemFromArgs(int argc, char** argv, int threads) {
   const std::string train_path = ArgValue(argc, argv, "--train", "");

@@ -1,6 +1,7 @@
 // Benchmark of one registered model family (RF, XT, KNN, LR, GBM) through the model contract,
 // on the problems of bench_problem.h:
-//   family_bench --family KEY [--params JSON] [--threads N] [--gpus N] [--test-rows N] (--train FILE --test FILE --label COL
+//   family_bench --family KEY [--params JSON] [--threads N] [--gpus N] [--test-rows N] (--train
+//   FILE --test FILE --label COL
 //                | --data FILE --label COL [--test-fraction F] [--split-seed S]
 //                | --synthetic ROWS,FEATURES,SEED)
 // Fits on all training rows (no validation rows), predicts the test rows and prints one JSON
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
     const std::string family_key = ArgValue(argc, argv, "--family", "");
     if (family_key.empty()) {
       std::fprintf(stderr,
-                   "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] [--test-rows N] "
+                   "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] "
+                   "[--test-rows N] "
                    "(--train FILE --test FILE --label COL | --data FILE --label COL "
                    "[--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED)\n");
       return 2;

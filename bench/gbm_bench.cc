@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_problem.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "core/serialize.h"
@@ -30,7 +31,6 @@
 #include "data/problem_type.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
-#include "bench_problem.h"
 #include "models/gbm/gbm.h"
 
 using namespace tabforge;

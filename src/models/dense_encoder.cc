@@ -114,8 +114,7 @@ std::vector<std::int32_t> DenseEncoder::OneHotColumns(const features::FeatureMat
   const int categorical = num_categorical();
   if (categorical == 0) return {};
   TFG_CHECK(features.num_categorical() == categorical,
-            "{} categorical features, the encoder has {}", features.num_categorical(),
-            categorical);
+            "{} categorical features, the encoder has {}", features.num_categorical(), categorical);
   Context context;
   context.num_threads = threads;
   // Each feature's kept codes, as [begin, end) of kept_codes_ (a -1 closes each list).

@@ -19,10 +19,10 @@ class ByteWriter;
 namespace tabforge::models {
 
 struct DenseEncoderOptions {
-  bool one_hot = false;       // categorical features: one-hot columns (true) or dropped
-  int max_categories = 32;    // one-hot columns per categorical feature, "other" included
-  bool quantile = false;      // numeric features through their quantiles before scaling
-  int quantiles = 101;        // quantile transform: the knots kept per feature
+  bool one_hot = false;     // categorical features: one-hot columns (true) or dropped
+  int max_categories = 32;  // one-hot columns per categorical feature, "other" included
+  bool quantile = false;    // numeric features through their quantiles before scaling
+  int quantiles = 101;      // quantile transform: the knots kept per feature
 };
 
 class DenseEncoder {

@@ -123,25 +123,26 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         continue;
       }
       try {
-      tree_rows.clear();
-      if (params.bootstrap) {
-        Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
-        for (std::int64_t row = 0; row < rows; ++row) {
-          if (counts[row] > 0) tree_rows.push_back(static_cast<std::int32_t>(row));
+        tree_rows.clear();
+        if (params.bootstrap) {
+          Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
+          for (std::int64_t row = 0; row < rows; ++row) {
+            if (counts[row] > 0) tree_rows.push_back(static_cast<std::int32_t>(row));
+          }
+        } else {
+          counts.assign(static_cast<std::size_t>(rows), 1);
+          tree_rows.resize(static_cast<std::size_t>(rows));
+          for (std::int64_t row = 0; row < rows; ++row)
+            tree_rows[row] = static_cast<std::int32_t>(row);
         }
-      } else {
-        counts.assign(static_cast<std::size_t>(rows), 1);
-        tree_rows.resize(static_cast<std::size_t>(rows));
-        for (std::int64_t row = 0; row < rows; ++row) tree_rows[row] = static_cast<std::int32_t>(row);
-      }
-      if (out_of_bag != nullptr) {
-        std::vector<std::uint64_t>& bits = in_bag[tree_index];
-        bits.assign(static_cast<std::size_t>((rows + 63) / 64), 0);
-        for (std::int32_t row : tree_rows) bits[row / 64] |= std::uint64_t(1) << (row % 64);
-      }
-      trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
-                                      std::uint64_t(tree_index), outputs[tree_index]);
-      grown[tree_index] = 1;
+        if (out_of_bag != nullptr) {
+          std::vector<std::uint64_t>& bits = in_bag[tree_index];
+          bits.assign(static_cast<std::size_t>((rows + 63) / 64), 0);
+          for (std::int32_t row : tree_rows) bits[row / 64] |= std::uint64_t(1) << (row % 64);
+        }
+        trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
+                                        std::uint64_t(tree_index), outputs[tree_index]);
+        grown[tree_index] = 1;
       } catch (...) {
 #pragma omp critical(forest_failure)
         if (!failure) failure = std::current_exception();
@@ -163,8 +164,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
                                outputs[tree_index].end());
   }
   model.report_.trees = static_cast<int>(model.trees_.size());
-  model.report_.stop_reason =
-      model.report_.trees == wanted ? "n_estimators reached" : "deadline";
+  model.report_.stop_reason = model.report_.trees == wanted ? "n_estimators reached" : "deadline";
   model.Layout();
 
   if (out_of_bag != nullptr) {

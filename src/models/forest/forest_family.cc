@@ -84,8 +84,8 @@ ForestParams Defaults(bool extra_trees, const models::Task& task) {
   return params;
 }
 
-std::unique_ptr<models::Model> Create(const char* family, bool extra_trees,
-                                      const std::string& json, const models::Task& task) {
+std::unique_ptr<models::Model> Create(const char* family, bool extra_trees, const std::string& json,
+                                      const models::Task& task) {
   ForestParams params = ForestParams::FromJson(json, Defaults(extra_trees, task));
   const bool regression = task.problem_type == ProblemType::kRegression;
   if (regression != (params.criterion == Criterion::kSquaredError)) {

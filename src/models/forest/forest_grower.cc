@@ -30,9 +30,9 @@ bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
 }  // namespace
 
 struct ForestTreeGrower::Candidate {
-  tree::LeafSplit split;          // feature < 0: none
+  tree::LeafSplit split;  // feature < 0: none
   double improvement = -std::numeric_limits<double>::infinity();
-  std::int64_t left_rows = 0;     // distinct rows going left
+  std::int64_t left_rows = 0;  // distinct rows going left
 };
 
 ForestTreeGrower::ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec)
@@ -129,10 +129,10 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     const double high = feature_bins.upper_bounds[high_bin - 1];
     const double drawn =
         low + (high - low) * RandomUniform(seed_, stream, node_key * 4099 + std::uint64_t(feature));
-    threshold = static_cast<int>(
-        std::lower_bound(feature_bins.upper_bounds.begin() + low_bin,
-                         feature_bins.upper_bounds.begin() + high_bin - 1, drawn) -
-        feature_bins.upper_bounds.begin());
+    threshold =
+        static_cast<int>(std::lower_bound(feature_bins.upper_bounds.begin() + low_bin,
+                                          feature_bins.upper_bounds.begin() + high_bin - 1, drawn) -
+                         feature_bins.upper_bounds.begin());
   }
   double* left = left_.data();
   double* right = right_.data();
@@ -178,8 +178,8 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
 }
 
 bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t end,
-                                  const double* parent, double parent_score,
-                                  std::uint64_t node_key, Candidate& best) {
+                                  const double* parent, double parent_score, std::uint64_t node_key,
+                                  Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
@@ -513,12 +513,13 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     leaves[chosen].end = left_write;
     leaves[chosen].depth += 1;
     leaves.push_back(std::move(right));
-    leaves[chosen].candidate = FindSplit(begin, left_write, leaves[chosen].depth, nodes_made++,
-                                         leaves[chosen].constant);
-    leaves[new_leaf].candidate = FindSplit(left_write, end, leaves[new_leaf].depth, nodes_made++,
-                                           leaves[new_leaf].constant);
+    leaves[chosen].candidate =
+        FindSplit(begin, left_write, leaves[chosen].depth, nodes_made++, leaves[chosen].constant);
+    leaves[new_leaf].candidate =
+        FindSplit(left_write, end, leaves[new_leaf].depth, nodes_made++, leaves[new_leaf].constant);
     // Only pending leaves need their flags.
-    if (!leaves[chosen].candidate.split.valid()) std::vector<std::uint8_t>().swap(leaves[chosen].constant);
+    if (!leaves[chosen].candidate.split.valid())
+      std::vector<std::uint8_t>().swap(leaves[chosen].constant);
     if (!leaves[new_leaf].candidate.split.valid()) {
       std::vector<std::uint8_t>().swap(leaves[new_leaf].constant);
     }

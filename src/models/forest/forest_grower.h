@@ -44,8 +44,8 @@ class ForestTreeGrower {
   // keyed by (seed, tree_index, node). Appends the tree's leaf outputs (leaf by leaf,
   // num_classes class fractions, or 1 weighted mean of the centred targets) to
   // `leaf_outputs`.
-  tree::Tree Grow(std::vector<std::int32_t>& rows, const std::uint32_t* weights,
-                  std::uint64_t seed, std::uint64_t tree_index, std::vector<double>& leaf_outputs);
+  tree::Tree Grow(std::vector<std::int32_t>& rows, const std::uint32_t* weights, std::uint64_t seed,
+                  std::uint64_t tree_index, std::vector<double>& leaf_outputs);
 
  private:
   struct Candidate;
@@ -62,9 +62,8 @@ class ForestTreeGrower {
                   double parent_score, std::uint64_t node_key, Candidate& best);
   // TryFeature for a numeric feature of extremely randomized trees: two passes over the rows
   // (the value range, then the sums left of the one drawn threshold), no histogram.
-  bool TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
-                            const double* parent, double parent_score, std::uint64_t node_key,
-                            Candidate& best);
+  bool TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end, const double* parent,
+                            double parent_score, std::uint64_t node_key, Candidate& best);
   // The criterion's score of sums (higher is purer; improvements are score differences).
   double Score(const double* sums) const;
 

@@ -55,7 +55,8 @@ void ForestParams::Validate() const {
         max_features));
   }
   if (max_depth < 0) OutOfRange("max_depth", max_depth, "at least 1, or 0/null for no limit");
-  if (min_samples_split < 2) OutOfRange("min_samples_split", double(min_samples_split), "at least 2");
+  if (min_samples_split < 2)
+    OutOfRange("min_samples_split", double(min_samples_split), "at least 2");
   if (min_samples_leaf < 1) OutOfRange("min_samples_leaf", double(min_samples_leaf), "at least 1");
   if (max_leaf_nodes != 0 && max_leaf_nodes < 2) {
     OutOfRange("max_leaf_nodes", max_leaf_nodes, "at least 2, or 0/null for no limit");
@@ -76,10 +77,9 @@ void ForestParams::Validate() const {
 ForestParams ForestParams::FromJson(const std::string& json, const ForestParams& base) {
   ForestParams params = base;
   auto number = [](auto& field) {
-    return models::ParamSetter{[&field](const nlohmann::json& v) {
-                                 field = v.get<std::decay_t<decltype(field)>>();
-                               },
-                               "number"};
+    return models::ParamSetter{
+        [&field](const nlohmann::json& v) { field = v.get<std::decay_t<decltype(field)>>(); },
+        "number"};
   };
   // A limit where null (scikit-learn's None) means none, stored as 0.
   auto limit = [](auto& field) {
@@ -129,7 +129,8 @@ ForestParams ForestParams::FromJson(const std::string& json, const ForestParams&
       {"random_state", limit(params.seed)},
       {"n_jobs", {[](const nlohmann::json& v) { (void)v.get<int>(); }, "number"}},
       {"max_bin", number(params.max_bin)},
-      {"device", {[&](const nlohmann::json& v) { params.device = v.get<std::string>(); }, "string"}},
+      {"device",
+       {[&](const nlohmann::json& v) { params.device = v.get<std::string>(); }, "string"}},
   };
   models::ApplyJsonParams(json, "forest", setters);
   if (params.max_samples == 0) params.max_samples = 1;  // null: every row

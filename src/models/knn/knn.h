@@ -1,7 +1,7 @@
 // k-nearest neighbours (the KNN family): exact Euclidean search over the dense view of the
 // features (models/dense_encoder.h: standardised numerics, categoricals dropped or one-hot),
 // as AutoGluon's scikit-learn KNN models. Distances of a block of queries to a block of
-// reference rows come from one matrix product (|q|^2 + |r|^2 - 2 q.r, Eigen; in up to 16
+// reference rows come from one matrix product (|q|^2 + |r|^2 - 2 q.r, Eigen; in up to 10
 // dimensions they are summed directly, which writes less than a product), and each query
 // keeps its k nearest in a bounded sorted list; ties go to the lower reference row, so the
 // neighbours do not depend on the thread count. Without bagging's folds the training rows'

@@ -49,10 +49,11 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
     return false;
   }
   const std::int64_t available = skip_self ? references - 1 : references;
-  const int keep = static_cast<int>(std::min<std::int64_t>(k, std::max<std::int64_t>(available, 0)));
+  const int keep =
+      static_cast<int>(std::min<std::int64_t>(k, std::max<std::int64_t>(available, 0)));
   if (keep > kMaxDeviceNeighbors) {
-    why = fmt::format("n_neighbors {} is above the {} the GPU search keeps", k,
-                      kMaxDeviceNeighbors);
+    why =
+        fmt::format("n_neighbors {} is above the {} the GPU search keeps", k, kMaxDeviceNeighbors);
     return false;
   }
   if (dims == 0 || keep == 0 || queries == 0) {
@@ -77,9 +78,10 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
     }
   }
   if (need() > budget) {
-    why = fmt::format("the {} reference rows need {:.1f} GB, more than the {:.1f} GB allowed ({} "
-                      "of the free memory)",
-                      references, double(need()) / 1e9, double(budget) / 1e9, memory_fraction);
+    why = fmt::format(
+        "the {} reference rows need {:.1f} GB, more than the {:.1f} GB allowed ({} "
+        "of the free memory)",
+        references, double(need()) / 1e9, double(budget) / 1e9, memory_fraction);
     return false;
   }
   TFG_CUDA_CHECK(cudaSetDevice(device_id));

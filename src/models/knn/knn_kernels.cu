@@ -1,8 +1,7 @@
-#include "models/knn/knn_kernels.h"
-
 #include <cuda_runtime.h>
 
 #include "device/cuda_check.h"
+#include "models/knn/knn_kernels.h"
 #include "models/knn/knn_search.h"
 
 namespace tabforge::knn::kernels {
@@ -35,9 +34,8 @@ __global__ void ResetKernel(std::int64_t cells, float* best_distances, std::int3
 template <int kMax>
 __global__ void SelectKernel(const float* dots, std::int64_t queries, std::int64_t width,
                              const float* query_norms, const float* reference_norms,
-                             std::int64_t first_reference, std::int64_t first_query,
-                             bool skip_self, int k, float* best_distances,
-                             std::int32_t* best_indices) {
+                             std::int64_t first_reference, std::int64_t first_query, bool skip_self,
+                             int k, float* best_distances, std::int32_t* best_indices) {
   const std::int64_t query = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
   if (query >= queries) return;
   float distance[kMax];
@@ -89,8 +87,8 @@ void ResetNeighbors(std::int64_t queries, int k, float* best_distances,
 
 void SelectNeighbors(const float* dots, std::int64_t queries, std::int64_t width,
                      const float* query_norms, const float* reference_norms,
-                     std::int64_t first_reference, std::int64_t first_query, bool skip_self,
-                     int k, float* best_distances, std::int32_t* best_indices) {
+                     std::int64_t first_reference, std::int64_t first_query, bool skip_self, int k,
+                     float* best_distances, std::int32_t* best_indices) {
   if (queries == 0 || width == 0) return;
   // Short lists get a small register array.
   if (k <= 16) {
@@ -99,8 +97,8 @@ void SelectNeighbors(const float* dots, std::int64_t queries, std::int64_t width
                                                     skip_self, k, best_distances, best_indices);
   } else {
     SelectKernel<kMaxDeviceNeighbors><<<Blocks(queries), kThreads>>>(
-        dots, queries, width, query_norms, reference_norms, first_reference, first_query,
-        skip_self, k, best_distances, best_indices);
+        dots, queries, width, query_norms, reference_norms, first_reference, first_query, skip_self,
+        k, best_distances, best_indices);
   }
   TFG_CUDA_CHECK(cudaGetLastError());
 }

@@ -18,7 +18,7 @@ void ResetNeighbors(std::int64_t queries, int k, float* best_distances, std::int
 // row-major queries x k, ascending, ties to the lower reference.
 void SelectNeighbors(const float* dots, std::int64_t queries, std::int64_t width,
                      const float* query_norms, const float* reference_norms,
-                     std::int64_t first_reference, std::int64_t first_query, bool skip_self,
-                     int k, float* best_distances, std::int32_t* best_indices);
+                     std::int64_t first_reference, std::int64_t first_query, bool skip_self, int k,
+                     float* best_distances, std::int32_t* best_indices);
 
 }  // namespace tabforge::knn::kernels

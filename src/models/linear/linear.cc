@@ -29,19 +29,19 @@ using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 // The rows as the model sees them: numeric columns dense, one-hot columns as the index of the
 // one set column per (row, categorical feature).
 struct Design {
-  Matrix numeric;                   // rows x numeric columns
-  std::vector<std::int32_t> hot;    // row-major rows x categorical, absolute column indices
+  Matrix numeric;                 // rows x numeric columns
+  std::vector<std::int32_t> hot;  // row-major rows x categorical, absolute column indices
   int categorical = 0;
-  int columns = 0;                  // numeric + one-hot columns
+  int columns = 0;  // numeric + one-hot columns
 
   static Design Of(const models::DenseEncoder& encoder, const features::FeatureMatrix& features,
                    int threads) {
     Design design;
     const std::vector<float> numeric = encoder.TransformNumeric(features, threads);
-    design.numeric = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic,
-                                                    Eigen::RowMajor>>(
-                         numeric.data(), features.num_rows, encoder.num_numeric())
-                         .cast<double>();
+    design.numeric =
+        Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            numeric.data(), features.num_rows, encoder.num_numeric())
+            .cast<double>();
     design.hot = encoder.OneHotColumns(features, threads);
     design.categorical = encoder.num_categorical();
     design.columns = encoder.num_columns();
@@ -118,16 +118,14 @@ LinearParams LinearParams::FromJson(const std::string& json) {
                                "string"};
   };
   auto number = [](auto& field) {
-    return models::ParamSetter{[&field](const nlohmann::json& v) {
-                                 field = v.get<std::decay_t<decltype(field)>>();
-                               },
-                               "number"};
+    return models::ParamSetter{
+        [&field](const nlohmann::json& v) { field = v.get<std::decay_t<decltype(field)>>(); },
+        "number"};
   };
   const std::map<std::string, models::ParamSetter> setters = {
-      {"penalty", {[&](const nlohmann::json& v) {
-                     penalty = v.is_null() ? "none" : v.get<std::string>();
-                   },
-                   "string or null"}},
+      {"penalty",
+       {[&](const nlohmann::json& v) { penalty = v.is_null() ? "none" : v.get<std::string>(); },
+        "string or null"}},
       {"C", number(params.C)},
       {"alpha", number(params.alpha)},
       {"max_iter", number(params.max_iter)},

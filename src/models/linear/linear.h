@@ -37,9 +37,9 @@ struct LinearParams {
 // Minimises f with L-BFGS (10 corrections, backtracking line search) from `x`; `evaluate`
 // returns f(x) and writes the gradient. Stops when every |gradient entry| <= tol, when f stops
 // changing or after max_iter iterations; returns the iterations run.
-int MinimizeLbfgs(const std::function<double(const std::vector<double>&, std::vector<double>&)>&
-                      evaluate,
-                  std::vector<double>& x, int max_iter, double tol);
+int MinimizeLbfgs(
+    const std::function<double(const std::vector<double>&, std::vector<double>&)>& evaluate,
+    std::vector<double>& x, int max_iter, double tol);
 
 std::unique_ptr<models::Model> CreateLinearModel(const std::string& hyperparameters_json,
                                                  const models::Task& task);

@@ -40,9 +40,9 @@ Synthetic MakeSynthetic(std::int64_t rows, bool regression, std::uint64_t seed) 
     }
     if (RandomUniform(seed, 99, row) < 0.1) x.numeric[5 * rows + row] = std::nanf("");
     x.categorical[row] = static_cast<std::int32_t>(RandomUniform(seed, 77, row) * 5);
-    const double signal = x.numeric[row] * x.numeric[rows + row] + std::sin(x.numeric[2 * rows + row]) +
-                          (x.categorical[row] == 3 ? 1.5 : 0.0) +
-                          0.5 * RandomUniform(seed, 55, row);
+    const double signal =
+        x.numeric[row] * x.numeric[rows + row] + std::sin(x.numeric[2 * rows + row]) +
+        (x.categorical[row] == 3 ? 1.5 : 0.0) + 0.5 * RandomUniform(seed, 55, row);
     data.labels.push_back(regression ? signal : (signal < -0.3 ? 0.0 : signal < 0.8 ? 1.0 : 2.0));
   }
   return data;
@@ -147,8 +147,7 @@ TEST(Forest, OutOfBagPredictionsEstimateTheTestScore) {
   ASSERT_EQ(out_of_bag.size(), 4000u);
   const double oob_r2 = metrics::Score("r2", train.labels, {out_of_bag, 1});
   const double test_r2 = metrics::Score("r2", test.labels, {model.Predict(test.features, 2), 1});
-  const double train_r2 =
-      metrics::Score("r2", train.labels, {model.Predict(train.features, 2), 1});
+  const double train_r2 = metrics::Score("r2", train.labels, {model.Predict(train.features, 2), 1});
   EXPECT_GT(test_r2, 0.8);
   EXPECT_NEAR(oob_r2, test_r2, 0.03);
   EXPECT_GT(train_r2, oob_r2 + 0.05);  // in-bag rows are fitted much more closely
@@ -167,9 +166,9 @@ TEST(Forest, AnExpiredDeadlineKeepsOneTree) {
 
 TEST(Forest, ParametersAreValidatedWithTheirNames) {
   const ForestParams base;
-  EXPECT_EQ(ForestParams::FromJson(R"({"max_features": "log2", "max_depth": null})", base)
-                .max_features,
-            "log2");
+  EXPECT_EQ(
+      ForestParams::FromJson(R"({"max_features": "log2", "max_depth": null})", base).max_features,
+      "log2");
   EXPECT_EQ(FeaturesPerNode("sqrt", true, 14), 3);
   EXPECT_EQ(FeaturesPerNode("", false, 14), 14);
   EXPECT_EQ(FeaturesPerNode("0.5", true, 14), 7);

@@ -11,9 +11,9 @@
 namespace tabforge::knn {
 namespace {
 
-#define TFG_REQUIRE_GPU()                                                    \
-  do {                                                                       \
-    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);           \
+#define TFG_REQUIRE_GPU()                                                      \
+  do {                                                                         \
+    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);             \
     if (!gpu.usable) GTEST_SKIP() << "no usable CUDA device: " << gpu.problem; \
   } while (false)
 
@@ -34,11 +34,10 @@ void ExpectSameNeighbours(std::int64_t references, std::int64_t queries, int dim
   const std::vector<float> query = skip_self ? reference : Rows(queries, dims, 2);
   std::vector<std::int32_t> cpu, gpu;
   std::vector<float> cpu_distance, gpu_distance;
-  NearestNeighbors(reference, references, query, queries, dims, k, skip_self, 2, cpu,
-                   cpu_distance);
+  NearestNeighbors(reference, references, query, queries, dims, k, skip_self, 2, cpu, cpu_distance);
   std::string why, name;
-  ASSERT_TRUE(DeviceNearestNeighbors(reference, references, query, queries, dims, k, skip_self,
-                                     0, 0.9, gpu, gpu_distance, why, name))
+  ASSERT_TRUE(DeviceNearestNeighbors(reference, references, query, queries, dims, k, skip_self, 0,
+                                     0.9, gpu, gpu_distance, why, name))
       << why;
   ASSERT_EQ(gpu.size(), cpu.size());
   std::int64_t moved = 0;

@@ -100,7 +100,9 @@ TEST(Linear, LogisticRegressionReachesItsOptimum) {
       const double score = x.NumericColumn(0)[row] - 0.5 * x.NumericColumn(2)[row] +
                            2 * (RandomUniform(4, 0, row) - 0.5);
       y.push_back(classes == 2 ? (score > 0 ? 1.0 : 0.0)
-                               : (score < -0.4 ? 0.0 : score < 0.4 ? 1.0 : 2.0));
+                               : (score < -0.4  ? 0.0
+                                  : score < 0.4 ? 1.0
+                                                : 2.0));
     }
     models::Task task;
     task.problem_type = classes == 2 ? ProblemType::kBinary : ProblemType::kMulticlass;
