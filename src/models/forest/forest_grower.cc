@@ -91,6 +91,24 @@ void ForestTreeGrower::NodeSums(std::int64_t begin, std::int64_t end, double* su
   }
 }
 
+bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const double* parent,
+                            double parent_score, int feature, bool categorical, bool default_left,
+                            Candidate& best) {
+  double* right = right_.data();
+  for (int k = 0; k < width_; ++k) right[k] = parent[k] - left[k];
+  const double improvement = Score(left) + Score(right) - parent_score;
+  if (!(improvement > best.improvement)) return false;
+  best.improvement = improvement;
+  best.left_rows = left_rows;
+  tree::LeafSplit& split = best.split;
+  split.gain = improvement;
+  split.feature = feature;
+  split.categorical = categorical;
+  split.default_left = default_left;
+  split.left_bins.clear();
+  return true;
+}
+
 bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
                                             const double* parent, double parent_score,
                                             std::uint64_t node_key, Candidate& best) {
@@ -135,7 +153,6 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
                          feature_bins.upper_bounds.begin());
   }
   double* left = left_.data();
-  double* right = right_.data();
   double* missing = parent_missing_.data();
   std::fill(left, left + width, 0.0);
   std::fill(missing, missing + width, 0.0);
@@ -160,18 +177,8 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
       left_rows += missing_rows;
     }
     if (left_rows < spec_.min_samples_leaf || count - left_rows < spec_.min_samples_leaf) continue;
-    for (int k = 0; k < width; ++k) right[k] = parent[k] - left[k];
-    const double improvement = Score(left) + Score(right) - parent_score;
-    if (improvement > best.improvement) {
-      best.improvement = improvement;
-      best.left_rows = left_rows;
-      tree::LeafSplit& split = best.split;
-      split.gain = improvement;
-      split.feature = feature;
-      split.categorical = false;
-      split.default_left = missing_left;
-      split.left_bins.clear();
-      split.threshold_bin = threshold;
+    if (Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
+      best.split.threshold_bin = threshold;
     }
   }
   return true;
@@ -295,7 +302,6 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   }
   const std::int64_t missing_rows = missing_bin >= 0 ? bin_rows[missing_bin] : 0;
   double* left = left_.data();
-  double* right = right_.data();
   for (int missing_left = 0; missing_left < (missing_bin >= 0 ? 2 : 1); ++missing_left) {
     std::fill(left, left + width, 0.0);
     std::int64_t left_rows = 0;
@@ -314,17 +320,8 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
       if (only_cut >= 0 && cut != only_cut) continue;
       if (left_rows < spec_.min_samples_leaf) continue;
       if (count - left_rows < spec_.min_samples_leaf) break;
-      for (int k = 0; k < width; ++k) right[k] = parent[k] - left[k];
-      const double improvement = Score(left) + Score(right) - parent_score;
-      if (improvement > best.improvement) {
-        best.improvement = improvement;
-        best.left_rows = left_rows;
+      if (Keep(left, left_rows, parent, parent_score, feature, categorical, missing_left, best)) {
         tree::LeafSplit& split = best.split;
-        split.gain = improvement;
-        split.feature = feature;
-        split.categorical = categorical;
-        split.default_left = missing_left;
-        split.left_bins.clear();
         if (categorical) {
           for (int at = 0; at <= cut; ++at) SetBit(split.left_bins, used_[at]);
           split.threshold_bin = 0;

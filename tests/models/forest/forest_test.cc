@@ -12,6 +12,7 @@
 #include "ensemble/folds.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
+#include "models/adult_features.h"
 #include "models/model.h"
 #include "test_support.h"
 
@@ -222,24 +223,13 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
 // reaches AUC 0.906 (RF) and 0.890 (XT) with 300 trees; the bounds catch a regression.
 TEST(Forest, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
-  const data::Table train = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
-  const data::Table test = data::ReadCsv(testing::DatasetPath("adult_test.csv.gz"));
-  const features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train, "class");
-  auto labels = [](const data::Table& table) {
-    std::vector<double> out;
-    const data::Column& column = table.ColumnByName("class");
-    for (std::int64_t row = 0; row < table.num_rows(); ++row) {
-      out.push_back(column.CellText(row).starts_with(">50K") ? 1.0 : 0.0);
-    }
-    return out;
-  };
-  const features::FeatureMatrix x = pipeline.Transform(train);
-  const features::FeatureMatrix x_test = pipeline.Transform(test);
+  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
   for (bool extra : {false, true}) {
     ForestParams params = Classifier(extra);
     params.n_estimators = 100;
-    const ForestModel model = ForestModel::Fit(x, labels(train), 2, params, 0);
-    const double auc = metrics::Score("roc_auc", labels(test), {model.Predict(x_test, 0), 2});
+    const ForestModel model = ForestModel::Fit(adult.train, adult.train_labels, 2, params, 0);
+    const double auc =
+        metrics::Score("roc_auc", adult.test_labels, {model.Predict(adult.test, 0), 2});
     EXPECT_GT(auc, extra ? 0.875 : 0.9) << (extra ? "XT" : "RF");
   }
 }

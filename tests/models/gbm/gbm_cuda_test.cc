@@ -11,17 +11,12 @@
 #include "data/table.h"
 #include "device/cuda_device.h"
 #include "features/pipeline.h"
+#include "gpu_support.h"
 #include "models/gbm/gbm.h"
 #include "test_support.h"
 
 namespace tabforge::gbm {
 namespace {
-
-#define TFG_REQUIRE_GPU()                                                      \
-  do {                                                                         \
-    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);             \
-    if (!gpu.usable) GTEST_SKIP() << "no usable CUDA device: " << gpu.problem; \
-  } while (false)
 
 struct Problem {
   features::FeatureMatrix features;

@@ -5,17 +5,12 @@
 
 #include "core/random.h"
 #include "device/cuda_device.h"
+#include "gpu_support.h"
 #include "models/knn/knn.h"
 #include "models/knn/knn_search.h"
 
 namespace tabforge::knn {
 namespace {
-
-#define TFG_REQUIRE_GPU()                                                      \
-  do {                                                                         \
-    const device::CudaDeviceInfo gpu = device::QueryCudaDevice(0);             \
-    if (!gpu.usable) GTEST_SKIP() << "no usable CUDA device: " << gpu.problem; \
-  } while (false)
 
 std::vector<float> Rows(std::int64_t rows, int dims, std::uint64_t stream) {
   std::vector<float> out(static_cast<std::size_t>(rows * dims));

@@ -11,6 +11,7 @@
 #include "data/csv_reader.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
+#include "models/adult_features.h"
 #include "test_support.h"
 
 namespace tabforge::knn {
@@ -151,22 +152,11 @@ TEST(Knn, ParametersAreValidatedWithTheirNames) {
 // Adult's numeric features standardised, k = 10: scikit-learn reaches AUC 0.810.
 TEST(Knn, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
-  const data::Table train = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
-  const data::Table test = data::ReadCsv(testing::DatasetPath("adult_test.csv.gz"));
-  const features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train, "class");
-  auto labels = [](const data::Table& table) {
-    std::vector<double> out;
-    const data::Column& column = table.ColumnByName("class");
-    for (std::int64_t row = 0; row < table.num_rows(); ++row) {
-      out.push_back(column.CellText(row).starts_with(">50K") ? 1.0 : 0.0);
-    }
-    return out;
-  };
-  models::Task task;
-  auto model = CreateKnnModel(R"({"n_neighbors": 10})", task);
-  model->Fit(pipeline.Transform(train), labels(train), nullptr, {}, models::FitContext());
+  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
+  auto model = CreateKnnModel(R"({"n_neighbors": 10})", models::Task());
+  model->Fit(adult.train, adult.train_labels, nullptr, {}, models::FitContext());
   const double auc =
-      metrics::Score("roc_auc", labels(test), {model->Predict(pipeline.Transform(test), 0), 2});
+      metrics::Score("roc_auc", adult.test_labels, {model->Predict(adult.test, 0), 2});
   EXPECT_GT(auc, 0.805);
 }
 
