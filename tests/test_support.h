@@ -3,7 +3,20 @@
 
 #include <string>
 
+#include "core/error.h"
+
 namespace tabforge::testing {
+
+// The message of the InvalidInput that `call()` throws, or "" when it throws none.
+template <typename Call>
+std::string InvalidInputMessage(Call&& call) {
+  try {
+    call();
+  } catch (const InvalidInput& error) {
+    return error.what();
+  }
+  return {};
+}
 
 // The folder of the public datasets: $TABFORGE_DATASETS_DIR when set, else the path fixed at
 // configure time (../shared/datasets beside the repository). Empty when neither exists.

@@ -27,6 +27,24 @@ bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
   return word < bits.size() && ((bits[word] >> (bin % 32)) & 1u);
 }
 
+// One feature's bins in the row-major bin matrix, by row.
+class BinColumn {
+ public:
+  BinColumn(const tree::BinMatrix& bins, int feature)
+      : narrow_(bins.wide() ? nullptr : bins.bins8.data() + feature),
+        wide_(bins.wide() ? bins.bins16.data() + feature : nullptr),
+        stride_(static_cast<std::size_t>(bins.num_features)) {}
+  int operator()(std::int32_t row) const {
+    const std::size_t at = static_cast<std::size_t>(row) * stride_;
+    return narrow_ != nullptr ? narrow_[at] : wide_[at];
+  }
+
+ private:
+  const std::uint8_t* narrow_;
+  const std::uint16_t* wide_;
+  std::size_t stride_;
+};
+
 }  // namespace
 
 struct ForestTreeGrower::Candidate {
@@ -115,14 +133,9 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
-  const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
-  const std::uint8_t* narrow = data_.bins->wide() ? nullptr : data_.bins->bins8.data() + feature;
-  const std::uint16_t* wide = data_.bins->wide() ? data_.bins->bins16.data() + feature : nullptr;
+  const BinColumn column(*data_.bins, feature);
   const std::int64_t count = end - begin;
-  auto bin_at = [&](std::int64_t index) -> int {
-    const auto row = static_cast<std::size_t>(order_[begin + index]);
-    return narrow != nullptr ? narrow[row * stride] : wide[row * stride];
-  };
+  auto bin_at = [&](std::int64_t index) { return column(order_[begin + index]); };
   // The node's smallest and largest value bins: no histogram is needed, only one threshold.
   const int missing_bin = feature_bins.missing_bin();
   int low_bin = missing_bin, high_bin = -1;
@@ -190,18 +203,13 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
-  const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
-  const std::uint8_t* narrow = data_.bins->wide() ? nullptr : data_.bins->bins8.data() + feature;
-  const std::uint16_t* wide = data_.bins->wide() ? data_.bins->bins16.data() + feature : nullptr;
+  const BinColumn column(*data_.bins, feature);
   double* histogram = histogram_.data();
   std::int64_t* bin_rows = bin_rows_.data();
   used_.clear();
   const std::int64_t count = end - begin;
   const int num_bins = feature_bins.num_bins;
-  auto bin_at = [&](std::int64_t index) -> int {
-    const auto row = static_cast<std::size_t>(order_[begin + index]);
-    return narrow != nullptr ? narrow[row * stride] : wide[row * stride];
-  };
+  auto bin_at = [&](std::int64_t index) { return column(order_[begin + index]); };
   if (count >= 32 && count >= 2 * std::int64_t(num_bins)) {
     // Large nodes: alternate rows go to two copies of the sums, so consecutive rows of one bin
     // do not wait on each other's stores; the copies are merged, and the bins in use found, by
@@ -485,9 +493,10 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     const std::int64_t end = leaves[chosen].end;
     std::int64_t left_write = begin;
     std::int64_t right_write = 0;
+    const BinColumn column(*data_.bins, split.feature);
     for (std::int64_t at = begin; at < end; ++at) {
       const std::int32_t row = order_[at];
-      const int bin = data_.bins->Bin(split.feature, row);
+      const int bin = column(row);
       const bool left = split.categorical    ? TestBit(split.left_bins, bin)
                         : bin == missing_bin ? split.default_left
                                              : bin <= split.threshold_bin;

@@ -176,12 +176,7 @@ TEST(Forest, ParametersAreValidatedWithTheirNames) {
   EXPECT_EQ(FeaturesPerNode("1", true, 14), 1);  // a count, as scikit-learn reads an int
   EXPECT_EQ(FeaturesPerNode("1.0", true, 14), 14);
   auto message = [&](const std::string& json) {
-    try {
-      ForestParams::FromJson(json, base);
-    } catch (const InvalidInput& error) {
-      return std::string(error.what());
-    }
-    return std::string();
+    return testing::InvalidInputMessage([&] { ForestParams::FromJson(json, base); });
   };
   EXPECT_NE(message(R"({"n_trees": 10})").find("n_estimators"), std::string::npos);
   EXPECT_NE(message(R"({"max_features": "half"})").find("max_features"), std::string::npos);

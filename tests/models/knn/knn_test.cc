@@ -135,12 +135,7 @@ TEST(Knn, LeaveOneOutPredictionsAndSaveLoad) {
 
 TEST(Knn, ParametersAreValidatedWithTheirNames) {
   auto message = [](const std::string& json) {
-    try {
-      KnnParams::FromJson(json);
-    } catch (const InvalidInput& error) {
-      return std::string(error.what());
-    }
-    return std::string();
+    return testing::InvalidInputMessage([&] { KnnParams::FromJson(json); });
   };
   EXPECT_NE(message(R"({"k": 3})").find("n_neighbors"), std::string::npos);
   EXPECT_NE(message(R"({"n_neighbors": 0})").find("n_neighbors"), std::string::npos);

@@ -133,12 +133,7 @@ TEST(Linear, LogisticRegressionReachesItsOptimum) {
 
 TEST(Linear, ParametersAreValidatedWithTheirNames) {
   auto message = [](const std::string& json) {
-    try {
-      LinearParams::FromJson(json);
-    } catch (const InvalidInput& error) {
-      return std::string(error.what());
-    }
-    return std::string();
+    return testing::InvalidInputMessage([&] { LinearParams::FromJson(json); });
   };
   EXPECT_NE(message(R"({"lambda": 3})").find("valid ones"), std::string::npos);
   EXPECT_NE(message(R"({"C": 0})").find("C = 0"), std::string::npos);
