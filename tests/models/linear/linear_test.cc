@@ -10,22 +10,15 @@
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
+#include "models/uniform_features.h"
 #include "test_support.h"
 
 namespace tabforge::linear {
 namespace {
 
+// Numeric rows: uniform features on widening scales.
 features::FeatureMatrix Numeric(std::int64_t rows, int dims, std::uint64_t seed) {
-  features::FeatureMatrix x;
-  x.num_rows = rows;
-  x.numeric.resize(static_cast<std::size_t>(rows) * dims);
-  for (int f = 0; f < dims; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (int f = 0; f < dims; ++f) {
-      x.numeric[f * rows + row] = static_cast<float>(RandomUniform(seed, f, row) * (f + 1));
-    }
-  }
-  return x;
+  return testing::UniformFeatures(rows, dims, seed, true);
 }
 
 TEST(Linear, LbfgsFindsTheRosenbrockMinimum) {
