@@ -8,10 +8,31 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "core/host_device.h"
 
 namespace tabforge {
+
+// x * 2^k, as ldexp gives it. Where the result stays a normal number the product with 2^k
+// (built from its bits) is exact, so it equals ldexp's without the library call; elsewhere
+// ldexp handles the subnormal rounding.
+TFG_HOST_DEVICE inline double ScaleByPowerOfTwo(double x, int k) {
+  if (k < -1000 || k > 1000 || !(fabs(x) >= 0x1p-20 && fabs(x) <= 0x1p20)) return ldexp(x, k);
+  const std::uint64_t bits = std::uint64_t(k + 1023) << 52;
+  double power;
+  memcpy(&power, &bits, sizeof(power));
+  return x * power;
+}
+
+// llround(x) for |x| < 2^63 (the nearest integer, halves away from zero) without the library
+// call: the truncation is exact and so is x minus it.
+TFG_HOST_DEVICE inline long long RoundToInteger(double x) {
+  const long long whole = static_cast<long long>(x);
+  const double rest = x - static_cast<double>(whole);
+  return whole + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0);
+}
 
 // e^x with a relative error of a few units in the last place, bit-identical across compilers
 // and devices: x = k ln 2 + r with |r| <= ln 2 / 2 (Cody and Waite's two-part ln 2), e^r from
@@ -39,7 +60,7 @@ TFG_HOST_DEVICE inline double PortableExp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  return ldexp(p, static_cast<int>(k));
+  return ScaleByPowerOfTwo(p, static_cast<int>(k));
 }
 
 // The logistic function 1 / (1 + e^-x), bit-identical across devices.

@@ -26,7 +26,7 @@ struct RowGradientParams {
 
 // A hessian in 32-bit fixed point on `scale` (saturating).
 TFG_HOST_DEVICE inline std::uint32_t FixedHessian(double hessian, double scale) {
-  const long long fixed = llround(hessian * scale);
+  const long long fixed = RoundToInteger(hessian * scale);
   return fixed > 4294967295LL ? 4294967295u : static_cast<std::uint32_t>(fixed);
 }
 

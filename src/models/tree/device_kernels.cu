@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cub/cub.cuh>
 
+#include "core/portable_math.h"
 #include "device/cuda_check.h"
 #include "models/tree/device_kernels.h"
 
@@ -425,7 +426,7 @@ __global__ void LeafSumKernel(const std::int32_t* order, const std::int64_t* ran
   const std::int64_t end = ranges[2 * leaf + 1];
   long long sum = 0;
   for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
-    sum += llround(double(gradients[order[at]]) * fixed);
+    sum += RoundToInteger(double(gradients[order[at]]) * fixed);
   }
   using Reduce = cub::BlockReduce<long long, kThreads>;
   __shared__ typename Reduce::TempStorage storage;

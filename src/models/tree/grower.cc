@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/portable_math.h"
 #include "core/random.h"
 #include "models/tree/grower_loop.h"
 
@@ -69,13 +70,25 @@ void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const H
       LeafGain(Real(total.gradient(), g_scale), Real(total.hessian, h_scale), params_.reg);
   const std::int64_t missing_count = missing.count();
   const std::int64_t total_count = total.count();
+  const bool l2_only = params_.reg.lambda_l1 == 0 && params_.reg.max_delta_step == 0;
+  auto gain_of = [&](double sum_gradient, double sum_hessian) {
+    return l2_only ? LeafGainL2(sum_gradient, sum_hessian, params_.reg.lambda_l2)
+                   : LeafGain(sum_gradient, sum_hessian, params_.reg);
+  };
   for (int missing_left = 0; missing_left < (missing_count > 0 ? 2 : 1); ++missing_left) {
     HistogramBin left = missing_left ? missing : HistogramBin{};
     // With missing values on the right, "all values left" is a split too.
     const int last = missing_left || missing_count == 0 ? num_bins - 3 : num_bins - 2;
     for (int threshold = 0; threshold <= last; ++threshold) {
-      left += histogram[threshold];
-      if (only_threshold >= 0 && threshold != std::min(only_threshold, last)) continue;
+      if (only_threshold >= 0) {
+        left += histogram[threshold];
+        if (threshold != std::min(only_threshold, last)) continue;
+      } else {
+        // An empty bin leaves the split as the threshold before it, which already had its
+        // chance (only strictly better gains replace the best).
+        if (histogram[threshold].count() == 0) continue;
+        left += histogram[threshold];
+      }
       const std::int64_t left_count = left.count();
       if (left_count < params_.min_data_in_leaf) continue;
       if (total_count - left_count < params_.min_data_in_leaf) break;
@@ -85,8 +98,8 @@ void TreeGrower::ScanNumeric(int feature, const HistogramBin* histogram, const H
       if (left_h < params_.min_sum_hessian_in_leaf || right_h < params_.min_sum_hessian_in_leaf) {
         continue;
       }
-      const double gain = LeafGain(Real(left.gradient(), g_scale), left_h, params_.reg) +
-                          LeafGain(Real(right.gradient(), g_scale), right_h, params_.reg) - parent;
+      const double gain = gain_of(Real(left.gradient(), g_scale), left_h) +
+                          gain_of(Real(right.gradient(), g_scale), right_h) - parent;
       if (gain > best.gain) {
         best.gain = gain;
         best.feature = feature;
@@ -282,7 +295,7 @@ std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std:
     }
     return left_write - first;
   };
-  constexpr std::int64_t kRowsPerThread = 8192;
+  constexpr std::int64_t kRowsPerThread = 2048;
   const std::int64_t count = end - begin;
   const int chunks =
       static_cast<int>(std::clamp<std::int64_t>(count / kRowsPerThread, 1, std::max(threads_, 1)));
@@ -443,7 +456,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
     std::int64_t sum_gradient = 0;
     for (std::int64_t index = leaves[leaf].begin; index < leaves[leaf].end; ++index) {
       const std::int32_t row = order_[index];
-      sum_gradient += std::llround(double(gradients.exact_gradients[row]) * gradient_fixed);
+      sum_gradient += RoundToInteger(double(gradients.exact_gradients[row]) * gradient_fixed);
     }
     leaf_values[leaf] =
         LeafValue(double(sum_gradient) / gradient_fixed,

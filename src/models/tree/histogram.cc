@@ -42,8 +42,11 @@ namespace {
 
 // Rows ahead whose bins and pairs are prefetched (the rows of a leaf are scattered).
 constexpr std::int64_t kPrefetchDistance = 16;
-// Rows per thread below which a parallel build costs more than it saves.
+// Rows per thread below which splitting the rows costs more than it saves (each chunk zeroes
+// and adds up a whole partial histogram).
 constexpr std::int64_t kRowsPerThread = 2048;
+// Rows below which even splitting the features among threads (no partials) does not pay.
+constexpr std::int64_t kMinFeatureSplitRows = 256;
 
 // cell += pair as one 128-bit load, add and store where SSE2 exists (x86-64 always has it).
 #ifdef TFG_HISTOGRAM_SSE2
@@ -99,16 +102,14 @@ void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* off
 }
 
 template <typename Bin>
-void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const std::int32_t* rows,
-                      std::int64_t num_rows, const GradientPair* pairs, HistogramBin* out) {
+void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const int* features,
+                      int listed, bool with_sparse, const std::int32_t* rows, std::int64_t num_rows,
+                      const GradientPair* pairs, HistogramBin* out) {
   const int num_features = source.bins->num_features;
   const std::int64_t* offsets = source.layout->offsets.data();
-  const int listed = static_cast<int>(source.dense_features.size());
-  const int* features = source.dense_features.data();
-  const bool sparse = !source.sparse_features.empty();
   const std::int64_t* begin = source.profile->sparse_begin.data();
   const std::uint32_t* cells = source.profile->sparse_cells.data();
-  if (sparse) {
+  if (with_sparse) {
     AccumulateRows<Bin, false, true>(matrix, num_features, offsets, features, listed, begin, cells,
                                      rows, num_rows, pairs, out);
   } else if (listed == num_features) {
@@ -120,13 +121,24 @@ void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const st
   }
 }
 
+// Sums the rows into `out` for the dense features [features, features + listed) and, when
+// `with_sparse`, for all the sparse ones.
+void Accumulate(const HistogramSource& source, const int* features, int listed, bool with_sparse,
+                const std::int32_t* rows, std::int64_t num_rows, const GradientPair* pairs,
+                HistogramBin* out) {
+  if (source.bins->wide()) {
+    AccumulateMatrix(source.bins->bins16.data(), source, features, listed, with_sparse, rows,
+                     num_rows, pairs, out);
+  } else {
+    AccumulateMatrix(source.bins->bins8.data(), source, features, listed, with_sparse, rows,
+                     num_rows, pairs, out);
+  }
+}
+
 void Accumulate(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
                 const GradientPair* pairs, HistogramBin* out) {
-  if (source.bins->wide()) {
-    AccumulateMatrix(source.bins->bins16.data(), source, rows, num_rows, pairs, out);
-  } else {
-    AccumulateMatrix(source.bins->bins8.data(), source, rows, num_rows, pairs, out);
-  }
+  Accumulate(source, source.dense_features.data(), static_cast<int>(source.dense_features.size()),
+             !source.sparse_features.empty(), rows, num_rows, pairs, out);
 }
 
 // The sparse features' dominant bins: the total minus the feature's other bins.
@@ -203,7 +215,21 @@ void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std
       std::clamp<std::int64_t>(num_rows / kRowsPerThread, 1, std::max(threads, 1)));
   if (chunks == 1) {
     std::fill(histogram, histogram + total_bins, HistogramBin{});
-    Accumulate(source, rows, num_rows, pairs, histogram);
+    const int listed = static_cast<int>(source.dense_features.size());
+    const int groups = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), listed));
+    if (groups < 2 || num_rows < kMinFeatureSplitRows) {
+      Accumulate(source, rows, num_rows, pairs, histogram);
+    } else {
+      // Too few rows for partial histograms: the threads share the features instead, each
+      // summing every row into its own features' cells (the sparse ones go with the first).
+#pragma omp parallel for num_threads(groups) schedule(static, 1)
+      for (int group = 0; group < groups; ++group) {
+        const int first = listed * group / groups;
+        const int last = listed * (group + 1) / groups;
+        Accumulate(source, source.dense_features.data() + first, last - first,
+                   group == 0 && !source.sparse_features.empty(), rows, num_rows, pairs, histogram);
+      }
+    }
     CompleteSparse(source, total, histogram);
     return;
   }
