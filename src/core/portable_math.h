@@ -34,6 +34,12 @@ TFG_HOST_DEVICE inline long long RoundToInteger(double x) {
   return whole + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0);
 }
 
+// floor(x) for |x| < 2^63, from the truncation (exact there), without the library call.
+TFG_HOST_DEVICE inline double FloorOf(double x) {
+  const double truncated = static_cast<double>(static_cast<long long>(x));
+  return truncated > x ? truncated - 1.0 : truncated;
+}
+
 // e^x with a relative error of a few units in the last place, bit-identical across compilers
 // and devices: x = k ln 2 + r with |r| <= ln 2 / 2 (Cody and Waite's two-part ln 2), e^r from
 // its Taylor polynomial of degree 13 (truncation error below 1e-17), then scaled by 2^k.
@@ -44,22 +50,23 @@ TFG_HOST_DEVICE inline double PortableExp(double x) {
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2High = 6.93147180369123816490e-01;  // ln 2's leading bits (k * it exact)
   constexpr double kLn2Low = 1.90821492927058770002e-10;   // ln 2 - kLn2High
-  const double k = floor(x * kLog2e + 0.5);
+  const double k = FloorOf(x * kLog2e + 0.5);
   const double r = (x - k * kLn2High) - k * kLn2Low;
-  double p = 1.0 / 6227020800.0;  // 1/13!
-  p = p * r + 1.0 / 479001600.0;  // 1/12!
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  // The polynomial by Estrin's scheme (pairs of terms, then pairs of pairs on r^2, r^4, r^8):
+  // a short dependency chain, so the exponentials of a row's outputs overlap.
+  const double r2 = r * r;
+  const double r4 = r2 * r2;
+  const double r8 = r4 * r4;
+  const double a0 = 1.0 + r;
+  const double a1 = 0.5 + r * (1.0 / 6.0);
+  const double a2 = 1.0 / 24.0 + r * (1.0 / 120.0);
+  const double a3 = 1.0 / 720.0 + r * (1.0 / 5040.0);
+  const double a4 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+  const double a5 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
+  const double a6 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);  // 1/12!, 1/13!
+  const double low = (a0 + a1 * r2) + (a2 + a3 * r2) * r4;
+  const double high = (a4 + a5 * r2) + a6 * r4;
+  const double p = low + high * r8;
   return ScaleByPowerOfTwo(p, static_cast<int>(k));
 }
 

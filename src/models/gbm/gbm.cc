@@ -92,11 +92,12 @@ class CpuRoundTrainer final : public RoundTrainer {
         hessians_(outputs_ > 1 ? gradients_.size() : 0),
         in_bag_(setup.bagging ? static_cast<std::size_t>(rows_) : 0, 1) {
     // Training scores are floats (as XGBoost keeps its prediction cache): each update rounds
-    // once, score + leaf value in double, so 4 bytes per row and output suffice.
-    for (std::int64_t row = 0; row < rows_; ++row) {
-      for (int k = 0; k < outputs_; ++k) {
-        scores_[row * outputs_ + k] = static_cast<float>(setup_.init_score[k]);
-      }
+    // once, score + leaf value in double, so 4 bytes per row and output suffice. They are
+    // output-major (output k's are [k * rows, (k + 1) * rows)), so a tree's update walks one
+    // output's block instead of a stride through every row's outputs.
+    for (int k = 0; k < outputs_; ++k) {
+      std::fill(scores_.begin() + k * rows_, scores_.begin() + (k + 1) * rows_,
+                static_cast<float>(setup_.init_score[k]));
     }
   }
 
@@ -123,12 +124,14 @@ class CpuRoundTrainer final : public RoundTrainer {
 #pragma omp parallel num_threads(threads) if (rows >= kParallelRows)
     {
       std::vector<double> exps(static_cast<std::size_t>(outputs));  // softmax numerators
+      std::vector<float> row_scores(static_cast<std::size_t>(outputs));
 #pragma omp for schedule(static) reduction(max : max_gradient)
       for (std::int64_t row = 0; row < rows; ++row) {
         const double w = setup_.weights.empty() ? 1.0 : setup_.weights[row];
         if (outputs > 1) {
-          RowGradients(objective, scores_.data() + row * outputs, labels[row], w,
-                       gradients_.data() + row, hessians_.data() + row, rows, exps.data());
+          for (int k = 0; k < outputs; ++k) row_scores[k] = scores_[k * rows + row];
+          RowGradients(objective, row_scores.data(), labels[row], w, gradients_.data() + row,
+                       hessians_.data() + row, rows, exps.data());
         } else {
           RowGradients(objective, scores_.data() + row, labels[row], w, gradients_.data() + row,
                        &pairs_[row].hessian, rows, nullptr);
@@ -187,7 +190,7 @@ class CpuRoundTrainer final : public RoundTrainer {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (rows >= kParallelRows)
       for (int leaf = 0; leaf < num_leaves; ++leaf) {
         for (std::int32_t row : grower_.LeafRows(leaf)) {
-          float& score = scores_[static_cast<std::int64_t>(row) * outputs + k];
+          float& score = scores_[k * rows + row];
           score = AddToScore(score, leaf_values[leaf]);
         }
       }
@@ -195,7 +198,7 @@ class CpuRoundTrainer final : public RoundTrainer {
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
         for (std::int64_t row = 0; row < rows; ++row) {
           if (!in_bag_[row]) {
-            float& score = scores_[row * outputs + k];
+            float& score = scores_[k * rows + row];
             score = AddToScore(score, leaf_values[tree.LeafOfBins(*setup_.bins, row)]);
           }
         }

@@ -91,7 +91,7 @@ TFG_HOST_DEVICE inline std::int32_t QuantizeGradient(float gradient, double scal
                                                      std::int64_t level, std::uint64_t seed,
                                                      std::uint64_t stream, std::uint64_t row) {
   const double g = gradient / scale;
-  const auto q = static_cast<std::int64_t>(floor(g + RandomUniform(seed, stream, row)));
+  const auto q = static_cast<std::int64_t>(FloorOf(g + RandomUniform(seed, stream, row)));
   return static_cast<std::int32_t>(q < -level ? -level : q > level ? level : q);
 }
 
