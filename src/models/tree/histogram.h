@@ -97,8 +97,8 @@ struct HistogramScratch {
 // Sums the pairs of `rows` (whose sum is `total`) into `histogram` (total_bins entries,
 // overwritten) for the source's features; other features' cells hold no meaningful sums.
 // Large row sets are split into one contiguous chunk per thread, each summed into its own
-// partial histogram, and the partials are added up: integer sums, so the result is the same for
-// any thread count.
+// partial histogram, and the partials are added up; smaller ones split their features between
+// the threads instead. Integer sums, so the result is the same for any thread count.
 void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
                     const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
                     HistogramScratch& scratch, int threads);
