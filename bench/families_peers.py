@@ -4,10 +4,12 @@ settings, in the same run, on Adult (its train/test files), letter and californi
 family_bench --data 80/20 split, reproduced by bench_common.split_mask).
 
     python3 bench/families_peers.py [--build build/release] [--repeat 5] [--out FILE.json]
-        [--datasets adult,letter,california] [--families RF,XT,KNN,LR]   (FAMILY_THREADS, default 2)
+        [--datasets adult,letter,california] [--families RF,XT,KNN,LR,LR_L1]
+        (FAMILY_THREADS, default 2)
 
 Trees get ordinal-encoded categoricals; KNN standardised numerics only; LR (LogisticRegression or
-Ridge) standardised numerics plus one-hot categoricals. Prints one JSON line per run (median
+Ridge; LR_L1: LogisticRegression with penalty l1 by saga, or Lasso) standardised numerics plus
+one-hot categoricals. Prints one JSON line per run (median
 seconds over --repeat runs, the last run's metrics) and a summary line per dataset and family;
 KNN is timed as fit plus predict.
 """
@@ -27,7 +29,8 @@ DATASETS = {
     "letter": ("letter.csv.gz", "lettr", "multiclass"),
     "california": ("california_housing.csv.gz", "median_house_value", "regression"),
 }
-FAMILIES = {"RF": {}, "XT": {}, "KNN": {"n_neighbors": 10}, "LR": {}}
+# name: tabforge parameters; a name's part before "_" is the family key (LR_L1: LR with L1).
+FAMILIES = {"RF": {}, "XT": {}, "KNN": {"n_neighbors": 10}, "LR": {}, "LR_L1": {"penalty": "l1"}}
 POSITIVE = ">50K"
 SUMMARY_METRIC = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "r2"}
 MISSING = "__missing__"
@@ -67,7 +70,7 @@ def main():
                                   RandomForestClassifier, RandomForestRegressor)
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.linear_model import Lasso, LogisticRegression, Ridge
     from sklearn.metrics import (accuracy_score, log_loss, mean_squared_error, r2_score,
                                  roc_auc_score)
     from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
@@ -175,8 +178,12 @@ def main():
                 estimator = (KNeighborsClassifier if classification else KNeighborsRegressor)(
                     n_neighbors=10, n_jobs=threads)
                 return make_pipeline(scale, estimator), numeric_train, numeric_test
-            estimator = (LogisticRegression(C=1, max_iter=100, solver="lbfgs") if classification
-                         else Ridge(alpha=1))
+            if family == "LR_L1":
+                estimator = (LogisticRegression(penalty="l1", C=1, max_iter=100, solver="saga")
+                             if classification else Lasso(alpha=1))
+            else:
+                estimator = (LogisticRegression(C=1, max_iter=100, solver="lbfgs")
+                             if classification else Ridge(alpha=1))
             columns = [("numeric", scale, numeric_at)]
             if categorical:
                 columns.append(("categorical",
@@ -186,7 +193,8 @@ def main():
 
         for family in args.families:
             params = FAMILIES[family]
-            command = prefix + [bench, "--family", family, "--params", json.dumps(params),
+            command = prefix + [bench, "--family", family.split("_")[0], "--params",
+                                json.dumps(params),
                                 "--threads", str(threads)] + data_args
             runs = [run_json(command) for _ in range(args.repeat)]
             ours = dict(runs[-1])

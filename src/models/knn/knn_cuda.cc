@@ -2,41 +2,22 @@
 // The reference rows and their norms stay on the device; queries go up a block at a time, each
 // block's distances to a tile of references come from one cuBLAS product, and a selection
 // kernel merges the tile into each query's list.
-#include <cublas_v2.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "device/cublas_handle.h"
 #include "device/cuda_check.h"
 #include "device/cuda_device.h"
 #include "models/knn/knn_kernels.h"
 #include "models/knn/knn_search.h"
 
 namespace tabforge::knn {
-namespace {
 
+using device::CheckCublas;
+using device::CublasHandle;
 using device::DeviceArray;
-
-void CheckCublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw CudaError(fmt::format("cuBLAS call {} failed: status {}", call, int(status)));
-  }
-}
-
-class CublasHandle {
- public:
-  CublasHandle() { CheckCublas(cublasCreate(&handle_), "cublasCreate"); }
-  ~CublasHandle() { cublasDestroy(handle_); }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
-
-}  // namespace
 
 bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t references,
                             const std::vector<float>& query, std::int64_t queries, int dims, int k,

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "data/csv_reader.h"
+#include "device/cuda_device.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
@@ -124,22 +125,162 @@ TEST(Linear, LogisticRegressionReachesItsOptimum) {
   }
 }
 
+// OWL-QN on 0.5 x'Ax - b'x + sum l1_i |x_i| (A positive definite, coupled entries): at the
+// answer every penalised entry at zero has |gradient| <= l1_i, every other entry's gradient is
+// -l1_i sign(x_i), and the penalty sets some entries exactly to zero.
+TEST(Linear, OwlqnMeetsTheL1OptimalityConditions) {
+  const int n = 12;
+  std::vector<double> m(n * n), a(n * n, 0.0), b(n);
+  for (int at = 0; at < n * n; ++at) m[at] = RandomUniform(5, 0, at) - 0.5;
+  for (int i = 0; i < n; ++i) {
+    b[i] = 2 * (RandomUniform(5, 1, i) - 0.5);
+    for (int j = 0; j < n; ++j) {
+      for (int k = 0; k < n; ++k) a[i * n + j] += m[k * n + i] * m[k * n + j];
+    }
+    a[i * n + i] += 0.5;
+  }
+  std::vector<double> l1(n, 0.4);
+  l1[0] = 0;  // one unpenalised entry, as an intercept
+  auto gradient_at = [&](const std::vector<double>& x, std::vector<double>& g) {
+    double value = 0;
+    for (int i = 0; i < n; ++i) {
+      g[i] = -b[i];
+      for (int j = 0; j < n; ++j) g[i] += a[i * n + j] * x[j];
+      value += 0.5 * x[i] * (g[i] - b[i]);
+    }
+    return value;
+  };
+  std::vector<double> x(n, 0.0);
+  const int iterations = MinimizeLbfgs(gradient_at, x, 1000, 1e-10, l1);
+  EXPECT_LT(iterations, 1000);
+  std::vector<double> g(n);
+  gradient_at(x, g);
+  int zeros = 0;
+  for (int i = 0; i < n; ++i) {
+    if (x[i] == 0 && l1[i] > 0) {
+      ++zeros;
+      EXPECT_LE(std::fabs(g[i]), l1[i] + 1e-6) << i;
+    } else {
+      // The optimiser also stops once the objective changes by under 1e-12 relative.
+      EXPECT_NEAR(g[i] + (x[i] > 0 ? l1[i] : -l1[i]) * (l1[i] > 0), 0.0, 1e-6) << i;
+    }
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, n - 1);
+  // Without coupling the answer is the soft threshold of b_i / a_ii.
+  std::vector<double> y(n, 0.0);
+  MinimizeLbfgs(
+      [&](const std::vector<double>& p, std::vector<double>& gradient) {
+        double value = 0;
+        for (int i = 0; i < n; ++i) {
+          gradient[i] = a[i * n + i] * p[i] - b[i];
+          value += 0.5 * a[i * n + i] * p[i] * p[i] - b[i] * p[i];
+        }
+        return value;
+      },
+      y, 1000, 1e-12, l1);
+  for (int i = 0; i < n; ++i) {
+    const double shrunk = std::max(std::fabs(b[i]) - l1[i], 0.0) / a[i * n + i];
+    EXPECT_NEAR(y[i], b[i] < 0 ? -shrunk : shrunk, 1e-7) << i;
+  }
+}
+
+// Lasso and L1 logistic regression on two informative and four noise features: the noise
+// features get weight exactly zero (moving them leaves every prediction unchanged), the
+// informative ones do not; a vanishing penalty gives least squares back.
+TEST(Linear, L1PenaltiesDropTheNoiseFeatures) {
+  const std::int64_t rows = 3000;
+  const int dims = 6;
+  const features::FeatureMatrix x = Numeric(rows, dims, 7);
+  std::vector<double> target, classes;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const double signal = 2 * x.NumericColumn(0)[row] - 1.5 * x.NumericColumn(1)[row];
+    target.push_back(signal + 0.3 * (RandomUniform(8, 0, row) - 0.5));
+    classes.push_back(signal + 1.2 * (RandomUniform(8, 1, row) - 0.5) > -0.5 ? 1.0 : 0.0);
+  }
+  auto moved = [&](int feature) {
+    features::FeatureMatrix copy = x;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      copy.numeric[feature * rows + row] = static_cast<float>(RandomUniform(9, feature, row) * 3);
+    }
+    return copy;
+  };
+  models::Task regression;
+  regression.problem_type = ProblemType::kRegression;
+  regression.num_classes = 1;
+  const std::vector<std::pair<std::string, models::Task>> cases = {
+      {R"({"penalty": "l1", "alpha": 0.02})", regression},
+      {R"({"penalty": "elasticnet", "alpha": 0.03, "l1_ratio": 0.7})", regression},
+      {R"({"penalty": "l1", "C": 0.01})", models::Task()},
+  };
+  for (const auto& [params, task] : cases) {
+    auto model = CreateLinearModel(params, task);
+    const std::vector<double>& labels =
+        task.problem_type == ProblemType::kRegression ? target : classes;
+    model->Fit(x, labels, nullptr, {}, models::FitContext());
+    const std::vector<double> base = model->Predict(x, 1);
+    for (int feature = 2; feature < dims; ++feature) {
+      EXPECT_EQ(model->Predict(moved(feature), 1), base) << params << " feature " << feature;
+    }
+    for (int feature = 0; feature < 2; ++feature) {
+      EXPECT_NE(model->Predict(moved(feature), 1), base) << params << " feature " << feature;
+    }
+    const std::string bytes = model->Serialize();
+    EXPECT_EQ(DeserializeLinearModel(bytes, "lr.bin", task)->Predict(x, 1), base);
+  }
+  auto lasso = CreateLinearModel(R"({"penalty": "l1", "alpha": 1e-9, "tol": 1e-10,
+                                     "max_iter": 2000})",
+                                 regression);
+  auto least_squares = CreateLinearModel(R"({"penalty": "none"})", regression);
+  lasso->Fit(x, target, nullptr, {}, models::FitContext());
+  least_squares->Fit(x, target, nullptr, {}, models::FitContext());
+  const std::vector<double> p = lasso->Predict(x, 1), q = least_squares->Predict(x, 1);
+  for (std::int64_t row = 0; row < rows; ++row) ASSERT_NEAR(p[row], q[row], 1e-6) << row;
+}
+
 TEST(Linear, ParametersAreValidatedWithTheirNames) {
   auto message = [](const std::string& json) {
     return testing::InvalidInputMessage([&] { LinearParams::FromJson(json); });
   };
   EXPECT_NE(message(R"({"lambda": 3})").find("valid ones"), std::string::npos);
   EXPECT_NE(message(R"({"C": 0})").find("C = 0"), std::string::npos);
-  EXPECT_NE(message(R"({"penalty": "elasticnet"})").find("l2 or none"), std::string::npos);
+  EXPECT_NE(message(R"({"penalty": "l3"})").find("l2, l1, elasticnet or none"), std::string::npos);
+  EXPECT_NE(message(R"({"penalty": "elasticnet", "l1_ratio": 1.5})").find("l1_ratio = 1.5"),
+            std::string::npos);
   EXPECT_NE(message(R"({"transform": "log"})").find("quantile"), std::string::npos);
   EXPECT_TRUE(message(R"({"transform": "quantile", "C": 0.5, "max_categories": 10})").empty());
+  EXPECT_TRUE(message(R"({"penalty": "elasticnet", "l1_ratio": 0.3})").empty());
+}
+
+// "device": "cuda" fits on the GPU where one is usable; elsewhere it fits the same model on the
+// CPU and says why.
+TEST(Linear, CudaDeviceRunsThereOrFallsBackWithTheReason) {
+  const features::FeatureMatrix x = Numeric(2000, 3, 21);
+  std::vector<double> y;
+  for (std::int64_t row = 0; row < x.num_rows; ++row) {
+    y.push_back(x.NumericColumn(1)[row] + RandomUniform(22, 0, row) > 1.5 ? 1.0 : 0.0);
+  }
+  auto cpu = CreateLinearModel("{}", models::Task());
+  auto asked = CreateLinearModel(R"({"device": "cuda"})", models::Task());
+  cpu->Fit(x, y, nullptr, {}, models::FitContext());
+  asked->Fit(x, y, nullptr, {}, models::FitContext());
+  EXPECT_EQ(cpu->Info().device, "cpu");
+  EXPECT_TRUE(cpu->Info().device_note.empty());
+  if (device::QueryCudaDevice(0).usable) {
+    EXPECT_EQ(asked->Info().device.rfind("cuda:", 0), 0u) << asked->Info().device_note;
+  } else {
+    EXPECT_EQ(asked->Info().device, "cpu");
+    EXPECT_EQ(asked->Info().device_note.rfind("CUDA not used: ", 0), 0u)
+        << asked->Info().device_note;
+    EXPECT_EQ(asked->Predict(x, 1), cpu->Predict(x, 1));
+  }
 }
 
 // Adult with one-hot categoricals: scikit-learn's LogisticRegression reaches AUC 0.905.
 TEST(Linear, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
   const testing::AdultFeatures adult = testing::LoadAdultFeatures();
-  for (const char* params : {"{}", R"({"transform": "quantile"})"}) {
+  for (const char* params : {"{}", R"({"transform": "quantile"})", R"({"penalty": "l1"})"}) {
     auto model = CreateLinearModel(params, models::Task());
     model->Fit(adult.train, adult.train_labels, nullptr, {}, models::FitContext());
     const double auc =
