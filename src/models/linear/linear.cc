@@ -360,8 +360,8 @@ class LinearModel final : public models::Model {
             cells, kGpuWorthwhileCells);
       } else {
         std::string why;
-        device = UploadDesign(x.DenseColumnMajorWithOnes(), x.rows(), dims + 1, fit_labels.data(), loss,
-                              outputs_, 0, context.gpu_memory_fraction, why);
+        device = UploadDesign(x.DenseColumnMajorWithOnes(), x.rows(), dims + 1, fit_labels.data(),
+                              loss, outputs_, 0, context.gpu_memory_fraction, why);
         if (device) {
           device_ = device->device_name();
         } else {
