@@ -331,8 +331,6 @@ class LinearModel final : public models::Model {
     const LossKind loss = regression      ? LossKind::kSquared
                           : outputs_ == 1 ? LossKind::kLogistic
                                           : LossKind::kSoftmax;
-    // A granted GPU fits the model unless it was granted automatically and the data is too
-    // small for the device to beat the CPU.
     // Lasso and ElasticNet fit the target over its standard deviation (the penalty rescaled to
     // match), so that tol means the same for targets of any scale.
     const bool closed_form =
@@ -350,6 +348,9 @@ class LinearModel final : public models::Model {
       for (double label : labels) scaled.push_back(label / target_scale);
       fit_labels = scaled;
     }
+    // A granted GPU fits the model unless it was granted automatically and the data is too
+    // small for the device to beat the CPU; a device that fails to take the data leaves the fit
+    // on the CPU.
     std::unique_ptr<DeviceDesign> device;
     const double cells = double(x.rows()) * double(dims + 1);
     if (params_.device != "cpu" || context.num_gpus > 0) {
@@ -360,8 +361,12 @@ class LinearModel final : public models::Model {
             cells, kGpuWorthwhileCells);
       } else {
         std::string why;
-        device = UploadDesign(x.DenseColumnMajorWithOnes(), x.rows(), dims + 1, fit_labels.data(),
-                              loss, outputs_, 0, context.gpu_memory_fraction, why);
+        try {
+          device = UploadDesign(x.DenseColumnMajorWithOnes(), x.rows(), dims + 1, fit_labels.data(),
+                                loss, outputs_, 0, context.gpu_memory_fraction, why);
+        } catch (const CudaError& error) {
+          why = error.what();
+        }
         if (device) {
           device_ = device->device_name();
         } else {
