@@ -281,7 +281,12 @@ int MinimizeLbfgs(
       }
       step *= 0.5;
     }
-    if (!accepted) break;
+    if (!accepted) {
+      // A quasi-Newton direction that finds no decrease is dropped once for steepest descent.
+      if (history.empty()) break;
+      history.clear();
+      continue;
+    }
     std::vector<double> s(size), y(size);
     for (std::size_t i = 0; i < size; ++i) {
       s[i] = next[i] - x[i];

@@ -47,8 +47,9 @@ struct LinearParams {
 // Minimises f(x) + sum_i l1[i] |x_i| from `x`: L-BFGS (10 corrections, backtracking line
 // search) when `l1` is empty, OWL-QN otherwise (l1 has one weight >= 0 per entry of x).
 // `evaluate` returns the smooth f(x) and writes its gradient. Stops when every entry of the
-// (pseudo-)gradient is at most tol in size, when the objective stops changing or after
-// max_iter iterations; returns the iterations run.
+// (pseudo-)gradient is at most tol in size, when the objective stops changing, when even the
+// steepest-descent direction finds no decrease, or after max_iter iterations; returns the
+// iterations run.
 int MinimizeLbfgs(
     const std::function<double(const std::vector<double>&, std::vector<double>&)>& evaluate,
     std::vector<double>& x, int max_iter, double tol, std::span<const double> l1 = {});
