@@ -12,14 +12,12 @@
 #include "metrics/metric.h"
 #include "models/gbm/gbm_rounds.h"
 #include "models/tree/grower.h"
+#include "models/tree/row_groups.h"
 
 namespace tabforge::gbm {
 namespace {
 
 constexpr std::uint64_t kTreeFeatureStream = 0x74726565;  // "tree"
-// Per-row loops shorter than this run on one thread: a parallel region costs more than the
-// loop, above all when other fits share the cores.
-constexpr std::int64_t kParallelRows = 20000;
 // The default |leaf output| cap of multiclass objectives (see GbmParams::max_delta_step).
 constexpr double kMulticlassDeltaCap = 10;
 
@@ -54,8 +52,8 @@ void ToPredictions(const std::string& objective, int outputs, const std::vector<
   }
 }
 
-// The weighted `quantile` of `values`: the smallest value whose cumulative weight reaches
-// quantile * total (values and weights are reordered).
+}  // namespace
+
 double WeightedQuantile(std::vector<std::pair<double, double>>& values, double quantile) {
   std::sort(values.begin(), values.end());
   double total = 0;
@@ -68,13 +66,13 @@ double WeightedQuantile(std::vector<std::pair<double, double>>& values, double q
   return values.empty() ? 0.0 : values.back().first;
 }
 
-// The quantile the leaves of an objective are renewed to, or a negative number when its
-// Newton values are kept.
 double RenewalQuantile(const GbmParams& params) {
   if (params.objective == "regression_l1") return 0.5;
   if (params.objective == "quantile") return params.alpha;
   return -1;
 }
+
+namespace {
 
 // The CPU's rounds: gradients in parallel over rows, trees from the shared grower, scores
 // updated from the grower's row groups.
@@ -240,6 +238,14 @@ std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std:
 }
 
 std::unique_ptr<RoundTrainer> MakeCpuRoundTrainer(const RoundSetup& setup) {
+  const std::string& merge = setup.params->merge_equal_rows;
+  if (merge != "never") {
+    const std::int64_t rows = setup.bins->num_rows;
+    tree::RowGroups groups;
+    if (tree::GroupEqualRows(*setup.bins, merge == "always" ? rows : rows / 4 * 3, groups)) {
+      return MakeMergedRoundTrainer(setup, std::move(groups));
+    }
+  }
   return std::make_unique<CpuRoundTrainer>(setup);
 }
 

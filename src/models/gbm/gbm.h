@@ -54,6 +54,10 @@ struct GbmParams {
   // Megabytes of histograms kept at once (LightGBM's histogram_pool_size); the default (-1)
   // is an eighth of the bin matrix's size, at least 4 MB. The trees do not depend on it.
   double histogram_pool_size = -1;
+  // Training rows whose bins are equal on every feature are merged into one for growing the
+  // trees (tree::RowGroups): "auto" merges when that leaves at most 3/4 of the rows, "always"
+  // and "never" force it. The trees are the same either way; only the time changes.
+  std::string merge_equal_rows = "auto";
   bool extra_trees = false;  // one random threshold per feature and node (LightGBM's extra_trees)
   double scale_pos_weight = 1;  // binary: weight of positive rows
   // Classification: "balanced" (rows / (classes * class rows), as scikit-learn) or, given as a

@@ -73,6 +73,11 @@ void GbmParams::Validate() const {
   if (early_stopping_round < -1)
     OutOfRange("early_stopping_round", early_stopping_round,
                "at least 0 (0 = off), or -1 for AutoGluon's adaptive patience");
+  if (merge_equal_rows != "auto" && merge_equal_rows != "always" && merge_equal_rows != "never") {
+    throw InvalidInput(fmt::format(
+        "GBM parameter merge_equal_rows = '{}' is not supported: use auto, always or never",
+        merge_equal_rows));
+  }
   if (device != "cpu" && device != "cuda" && device != "gpu") {
     throw InvalidInput(fmt::format(
         "GBM parameter device = '{}' is not supported: use cpu or cuda (gpu is taken as cuda)",
@@ -161,6 +166,8 @@ GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
       {"scale_pos_weight", set(params.scale_pos_weight)},
       {"histogram_pool_size", set(params.histogram_pool_size)},
       {"extra_trees", set(params.extra_trees)},
+      {"merge_equal_rows",
+       [&](const nlohmann::json& v) { params.merge_equal_rows = v.get<std::string>(); }},
       {"class_weight",
        [&](const nlohmann::json& v) {
          if (v.is_string()) {
@@ -203,13 +210,14 @@ GbmParams GbmParams::FromJson(const std::string& json, const GbmParams& base) {
     try {
       setter->second(value);
     } catch (const nlohmann::json::exception&) {
-      throw InvalidInput(fmt::format(
-          "GBM parameter {} has the wrong type ({}); give a {}", key, value.dump(),
-          key == "class_weight" ? "\"balanced\" or an array of numbers"
-          : key == "objective" || key == "metric" || key == "device" || key == "device_type"
-              ? "string"
-          : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
-                                                                : "number"));
+      throw InvalidInput(
+          fmt::format("GBM parameter {} has the wrong type ({}); give a {}", key, value.dump(),
+                      key == "class_weight" ? "\"balanced\" or an array of numbers"
+                      : key == "objective" || key == "metric" || key == "device" ||
+                              key == "device_type" || key == "merge_equal_rows"
+                          ? "string"
+                      : key == "use_quantized_grad" || key == "extra_trees" ? "boolean"
+                                                                            : "number"));
     }
   }
   params.Validate();

@@ -9,12 +9,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gbm/gbm.h"
 #include "models/gbm/gbm_objective.h"
 #include "models/tree/binning.h"
 #include "models/tree/grower.h"
+#include "models/tree/row_groups.h"
 #include "models/tree/tree.h"
 
 namespace tabforge::gbm {
@@ -22,6 +24,10 @@ namespace tabforge::gbm {
 // Streams of the counter-based generator (both devices draw the same numbers).
 inline constexpr std::uint64_t kBagStream = 0x626167;         // "bag"
 inline constexpr std::uint64_t kQuantizeStream = 0x7175616e;  // "quan"
+
+// Per-row loops shorter than this run on one thread: a parallel region costs more than the
+// loop, above all when other fits share the cores.
+inline constexpr std::int64_t kParallelRows = 20000;
 
 // Everything the rounds need, fixed before the first.
 struct RoundSetup {
@@ -51,7 +57,21 @@ class RoundTrainer {
   virtual void TrainRound(int round, std::vector<tree::Tree>& trees) = 0;
 };
 
+// The CPU's rounds; over merged rows (MakeMergedRoundTrainer) when the parameters ask for it
+// or, by default, when rows of equal bins leave at most 3/4 of the rows.
 std::unique_ptr<RoundTrainer> MakeCpuRoundTrainer(const RoundSetup& setup);
+
+// The CPU's rounds over `groups` (the setup's rows of equal bins merged): the same trees.
+std::unique_ptr<RoundTrainer> MakeMergedRoundTrainer(const RoundSetup& setup,
+                                                     tree::RowGroups groups);
+
+// The weighted `quantile` of `values`: the smallest value whose cumulative weight reaches
+// quantile * total (values and weights are reordered).
+double WeightedQuantile(std::vector<std::pair<double, double>>& values, double quantile);
+
+// The quantile the leaves of an objective are renewed to (L1, quantile), or a negative number
+// when its Newton values are kept.
+double RenewalQuantile(const GbmParams& params);
 
 // Device memory the CUDA rounds need for `setup`, in bytes (an estimate made before anything
 // is allocated).

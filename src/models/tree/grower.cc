@@ -358,12 +358,34 @@ struct CpuGrowerOps {
            static_cast<std::size_t>(slot_of[leaf]) * grower.layout_.total_bins();
   }
   std::int64_t RowCount() const { return static_cast<std::int64_t>(grower.order_.size()); }
+  // Rows at positions [begin, end) of the order (merged rows count their members).
+  std::int64_t CountRows(std::int64_t begin, std::int64_t end) const {
+    if (gradients.cells == nullptr) return end - begin;
+    std::int64_t rows = 0;
+    for (std::int64_t at = begin; at < end; ++at) {
+      rows += gradients.cells[grower.order_[at]].count();
+    }
+    return rows;
+  }
+  void Build(std::int64_t begin, std::int64_t end, const HistogramBin& total, HistogramBin* out) {
+    const std::int32_t* rows = grower.order_.data() + begin;
+    if (gradients.cells != nullptr) {
+      BuildHistogram(source, rows, end - begin, gradients.cells, total, out, grower.scratch_,
+                     grower.threads_);
+    } else {
+      BuildHistogram(source, rows, end - begin, gradients.pairs, total, out, grower.scratch_,
+                     grower.threads_);
+    }
+  }
   HistogramBin Start() {
     for (int at = grower.max_slots_ - 1; at >= 1; --at) free_slots.push_back(at);
     HistogramBin total;
-    for (std::int32_t row : grower.order_) total += gradients.pairs[row].Cell();
-    BuildHistogram(source, grower.order_.data(), RowCount(), gradients.pairs, total, slot(0),
-                   grower.scratch_, grower.threads_);
+    if (gradients.cells != nullptr) {
+      for (std::int32_t row : grower.order_) total += gradients.cells[row];
+    } else {
+      for (std::int32_t row : grower.order_) total += gradients.pairs[row].Cell();
+    }
+    Build(0, RowCount(), total, slot(0));
     return total;
   }
   void FindBestSplits(GrowingLeaf* const* leaves, const int* ids, const std::uint64_t* keys,
@@ -397,7 +419,6 @@ struct CpuGrowerOps {
     const int larger_leaf = left_smaller ? new_leaf : chosen;
     const GrowingLeaf& smaller = leaves[smaller_leaf];
     const GrowingLeaf& larger = leaves[larger_leaf];
-    const std::int32_t* order = grower.order_.data();
     const int parent_slot = slot_of[chosen];
     slot_of[chosen] = -1;
     if (parent_slot >= 0) {
@@ -405,17 +426,14 @@ struct CpuGrowerOps {
       // becomes the parent's minus the smaller's.
       slot_of[larger_leaf] = parent_slot;
       slot_of[smaller_leaf] = acquire();
-      BuildHistogram(source, order + smaller.begin, smaller.end - smaller.begin, gradients.pairs,
-                     smaller.total, slot(smaller_leaf), grower.scratch_, grower.threads_);
+      Build(smaller.begin, smaller.end, smaller.total, slot(smaller_leaf));
       SubtractHistogram(slot(larger_leaf), slot(smaller_leaf), slot(larger_leaf),
                         grower.layout_.total_bins());
     } else {
       slot_of[smaller_leaf] = acquire();
       slot_of[larger_leaf] = acquire();
-      BuildHistogram(source, order + smaller.begin, smaller.end - smaller.begin, gradients.pairs,
-                     smaller.total, slot(smaller_leaf), grower.scratch_, grower.threads_);
-      BuildHistogram(source, order + larger.begin, larger.end - larger.begin, gradients.pairs,
-                     larger.total, slot(larger_leaf), grower.scratch_, grower.threads_);
+      Build(smaller.begin, smaller.end, smaller.total, slot(smaller_leaf));
+      Build(larger.begin, larger.end, larger.total, slot(larger_leaf));
     }
   }
   void Release(int leaf) {
@@ -447,8 +465,10 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
 
   // Leaf values from the exact gradients, summed in fixed point so the sum does not depend on
   // the order of the rows; the hessian sums are exact already.
-  const double gradient_fixed =
-      FixedPointScale(gradients.max_abs_gradient, static_cast<std::int64_t>(order_.size()));
+  const bool merged = gradients.cells != nullptr;
+  const double gradient_fixed = merged ? gradients.gradient_fixed
+                                       : FixedPointScale(gradients.max_abs_gradient,
+                                                         static_cast<std::int64_t>(order_.size()));
   const int num_leaves = tree.num_leaves();
   std::vector<double>& leaf_values = tree.leaf_values();
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (order_.size() >= 65536)
@@ -456,7 +476,9 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
     std::int64_t sum_gradient = 0;
     for (std::int64_t index = leaves[leaf].begin; index < leaves[leaf].end; ++index) {
       const std::int32_t row = order_[index];
-      sum_gradient += RoundToInteger(double(gradients.exact_gradients[row]) * gradient_fixed);
+      sum_gradient += merged
+                          ? gradients.fixed_gradients[row]
+                          : RoundToInteger(double(gradients.exact_gradients[row]) * gradient_fixed);
     }
     leaf_values[leaf] =
         LeafValue(double(sum_gradient) / gradient_fixed,

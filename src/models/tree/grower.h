@@ -48,6 +48,15 @@ struct QuantizedGradients {
   double hessian_scale = 1;
   const float* exact_gradients = nullptr;  // for renewing leaf values
   double max_abs_gradient = 1;             // bound of the exact gradients (fixed-point range)
+
+  // Merged rows (RowGroups): each row of the bin matrix stands for the rows merged into it.
+  // Its cell holds their summed pairs (count: how many are in the tree) in place of `pairs`,
+  // and `fixed_gradients` their exact gradients summed in fixed point at `gradient_fixed` (the
+  // scale FixedPointScale gives for the bound and the rows they stand for) in place of
+  // `exact_gradients`.
+  const HistogramBin* cells = nullptr;
+  const std::int64_t* fixed_gradients = nullptr;
+  double gradient_fixed = 0;
 };
 
 // The features node `node_key` may split on: `active`, thinned to ceil(fraction * active) by

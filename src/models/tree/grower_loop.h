@@ -30,7 +30,7 @@ struct LeafSplit {
 };
 
 // A leaf of the tree being grown: its rows are positions [begin, end) of the backend's row
-// order.
+// order (merged rows take one position for all their members; total.count() counts rows).
 struct GrowingLeaf {
   std::int64_t begin = 0;
   std::int64_t end = 0;
@@ -42,7 +42,7 @@ struct GrowingLeaf {
 // Whether a leaf may be split at all (depth and size limits).
 inline bool LeafSplittable(const GrowingLeaf& leaf, const GrowerParams& params) {
   return (params.max_depth <= 0 || leaf.depth < params.max_depth) &&
-         leaf.end - leaf.begin >= 2 * params.min_data_in_leaf;
+         leaf.total.count() >= 2 * params.min_data_in_leaf;
 }
 
 // Picks, among per-feature candidates (features in order), the leaf's best split: features in
@@ -82,7 +82,8 @@ inline int CommitSplit(Tree& tree, int leaf, const LeafSplit& split, const BinMa
 
 // Grows one tree. `Ops` provides:
 //   HistogramBin Start()                       root histogram into leaf 0's; returns the sums
-//   std::int64_t RowCount()                    rows of the tree
+//   std::int64_t RowCount()                    positions in the row order (rows, or merged rows)
+//   std::int64_t CountRows(begin, end)         rows at positions [begin, end)
 //   void FindBestSplits(GrowingLeaf* const* leaves, const int* ids, const std::uint64_t* keys,
 //                       int count)             sets each leaf's best split from its histogram
 //   std::int64_t Partition(const LeafSplit&, int missing_bin, std::int64_t begin,
@@ -116,9 +117,9 @@ Tree GrowLeafWise(Ops& ops, const GrowerParams& params, const BinMapper& mapper,
 
     GrowingLeaf& parent = leaves[chosen];
     const std::int64_t left_end = ops.Partition(split, missing_bin, parent.begin, parent.end);
-    TFG_CHECK(left_end - parent.begin == split.left.count(),
-              "partition sent {} rows left, the split's sums say {}", left_end - parent.begin,
-              split.left.count());
+    const std::int64_t lefts = ops.CountRows(parent.begin, left_end);
+    TFG_CHECK(lefts == split.left.count(), "partition sent {} rows left, the split's sums say {}",
+              lefts, split.left.count());
     GrowingLeaf right;
     right.begin = left_end;
     right.end = parent.end;

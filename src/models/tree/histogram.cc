@@ -55,6 +55,9 @@ inline Pair LoadPair(const GradientPair* pair) {
   return _mm_set_epi64x(static_cast<long long>(pair->hessian),
                         static_cast<long long>(pair->gradient) * (1LL << 32) + 1);
 }
+inline Pair LoadPair(const HistogramBin* cell) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(cell));
+}
 inline void AddPair(HistogramBin* cell, Pair pair) {
   __m128i* at = reinterpret_cast<__m128i*>(cell);
   _mm_storeu_si128(at, _mm_add_epi64(_mm_loadu_si128(at), pair));
@@ -62,17 +65,18 @@ inline void AddPair(HistogramBin* cell, Pair pair) {
 #else
 using Pair = HistogramBin;
 inline Pair LoadPair(const GradientPair* pair) { return pair->Cell(); }
+inline Pair LoadPair(const HistogramBin* cell) { return *cell; }
 inline void AddPair(HistogramBin* cell, const Pair& pair) { *cell += pair; }
 #endif
 
 // One pass over the rows, each adding its pair to one cell per dense feature (the row's bins
 // are contiguous, so each row costs one cache line of bins and one pair) and to the cells of
 // its sparse entries.
-template <typename Bin, bool kAllFeatures, bool kSparse>
+template <typename Bin, bool kAllFeatures, bool kSparse, typename Cells>
 void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* offsets,
                     const int* features, int listed, const std::int64_t* sparse_begin,
                     const std::uint32_t* sparse_cells, const std::int32_t* rows,
-                    std::int64_t num_rows, const GradientPair* pairs, HistogramBin* out) {
+                    std::int64_t num_rows, const Cells* pairs, HistogramBin* out) {
   for (std::int64_t index = 0; index < num_rows; ++index) {
     if (index + kPrefetchDistance < num_rows) {
       const std::int32_t ahead = rows[index + kPrefetchDistance];
@@ -101,10 +105,10 @@ void AccumulateRows(const Bin* matrix, int num_features, const std::int64_t* off
   }
 }
 
-template <typename Bin>
+template <typename Bin, typename Cells>
 void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const int* features,
                       int listed, bool with_sparse, const std::int32_t* rows, std::int64_t num_rows,
-                      const GradientPair* pairs, HistogramBin* out) {
+                      const Cells* pairs, HistogramBin* out) {
   const int num_features = source.bins->num_features;
   const std::int64_t* offsets = source.layout->offsets.data();
   const std::int64_t* begin = source.profile->sparse_begin.data();
@@ -123,8 +127,9 @@ void AccumulateMatrix(const Bin* matrix, const HistogramSource& source, const in
 
 // Sums the rows into `out` for the dense features [features, features + listed) and, when
 // `with_sparse`, for all the sparse ones.
+template <typename Cells>
 void Accumulate(const HistogramSource& source, const int* features, int listed, bool with_sparse,
-                const std::int32_t* rows, std::int64_t num_rows, const GradientPair* pairs,
+                const std::int32_t* rows, std::int64_t num_rows, const Cells* pairs,
                 HistogramBin* out) {
   if (source.bins->wide()) {
     AccumulateMatrix(source.bins->bins16.data(), source, features, listed, with_sparse, rows,
@@ -135,8 +140,9 @@ void Accumulate(const HistogramSource& source, const int* features, int listed, 
   }
 }
 
+template <typename Cells>
 void Accumulate(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
-                const GradientPair* pairs, HistogramBin* out) {
+                const Cells* pairs, HistogramBin* out) {
   Accumulate(source, source.dense_features.data(), static_cast<int>(source.dense_features.size()),
              !source.sparse_features.empty(), rows, num_rows, pairs, out);
 }
@@ -207,9 +213,12 @@ BinProfile BinProfile::Analyze(const BinMatrix& bins, const HistogramLayout& lay
   return profile;
 }
 
-void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
-                    const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
-                    HistogramScratch& scratch, int threads) {
+namespace {
+
+template <typename Cells>
+void BuildHistogramOf(const HistogramSource& source, const std::int32_t* rows,
+                      std::int64_t num_rows, const Cells* pairs, const HistogramBin& total,
+                      HistogramBin* histogram, HistogramScratch& scratch, int threads) {
   const std::int64_t total_bins = source.layout->total_bins();
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(num_rows / kRowsPerThread, 1, std::max(threads, 1)));
@@ -257,6 +266,20 @@ void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std
     }
   }
   CompleteSparse(source, total, histogram);
+}
+
+}  // namespace
+
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                    const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
+                    HistogramScratch& scratch, int threads) {
+  BuildHistogramOf(source, rows, num_rows, pairs, total, histogram, scratch, threads);
+}
+
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                    const HistogramBin* cells, const HistogramBin& total, HistogramBin* histogram,
+                    HistogramScratch& scratch, int threads) {
+  BuildHistogramOf(source, rows, num_rows, cells, total, histogram, scratch, threads);
 }
 
 void SubtractHistogram(const HistogramBin* parent, const HistogramBin* smaller,

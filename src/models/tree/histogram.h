@@ -103,6 +103,12 @@ void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std
                     const GradientPair* pairs, const HistogramBin& total, HistogramBin* histogram,
                     HistogramScratch& scratch, int threads);
 
+// The same for merged rows (see RowGroups): each row's cell is given whole, its count the rows it
+// stands for.
+void BuildHistogram(const HistogramSource& source, const std::int32_t* rows, std::int64_t num_rows,
+                    const HistogramBin* cells, const HistogramBin& total, HistogramBin* histogram,
+                    HistogramScratch& scratch, int threads);
+
 // larger = parent - smaller, bin by bin (exact in integers).
 void SubtractHistogram(const HistogramBin* parent, const HistogramBin* smaller,
                        HistogramBin* larger, std::int64_t total_bins);

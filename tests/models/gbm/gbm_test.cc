@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <span>
+#include <string>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -330,6 +333,72 @@ TEST(Gbm, LetterMulticlass) {
   std::vector<double> probabilities = model.Predict(features::SelectRows(all, test_rows));
   // Boosted trees reach about 96% on this split; 40 rounds stay above 90%.
   EXPECT_GT(metrics::Score("accuracy", test_labels, {probabilities, 26}), 0.90);
+}
+
+// Rows whose features take few values repeat (equal bins), with labels that differ among the
+// copies; merging them must not change a tree. Integer sums over a group equal the sums over
+// its rows, so the model bytes of merged and unmerged rounds are equal, with bagging, feature
+// sampling, weights, multiclass and a quantile (renewed leaves) objective.
+TEST(Gbm, MergingEqualRowsDoesNotChangeTheModel) {
+  const int rows = 12000;
+  std::mt19937 random(17);
+  std::normal_distribution<float> normal;
+  features::FeatureMatrix features;
+  features.num_rows = rows;
+  const int columns = 4;
+  features.numeric.resize(static_cast<std::size_t>(rows) * columns);
+  for (int column = 0; column < columns; ++column) {
+    features.numeric_info.push_back({"x" + std::to_string(column), "x", 0});
+    for (int row = 0; row < rows; ++row) {
+      // Column 3 is missing in a tenth of the rows; the others take 5 to 9 values.
+      const float value = std::round(normal(random) * float(2 + column)) / 2;
+      features.numeric[column * rows + row] =
+          column == 3 && row % 10 == 0 ? std::numeric_limits<float>::quiet_NaN() : value;
+    }
+  }
+  std::vector<double> binary, classes, values, weights;
+  for (int row = 0; row < rows; ++row) {
+    const double signal = features.numeric[row] + 0.5 * features.numeric[rows + row];
+    const double noisy = signal + normal(random);
+    binary.push_back(noisy > 0.3 ? 1.0 : 0.0);
+    classes.push_back(noisy < -0.5 ? 0.0 : noisy < 0.8 ? 1.0 : 2.0);
+    values.push_back(noisy);
+    weights.push_back(row % 3 == 0 ? 2.0 : 1.0);
+  }
+  struct Case {
+    const char* params;
+    const std::vector<double>* labels;
+    bool weighted;
+  };
+  const Case cases[] = {
+      {R"({"bagging_fraction": 0.7, "bagging_freq": 2, "feature_fraction": 0.8,
+           "num_leaves": 15})",
+       &binary, false},
+      {R"({"objective": "multiclass", "num_class": 3, "feature_fraction_bynode": 0.7})", &classes,
+       true},
+      {R"({"objective": "quantile", "alpha": 0.7, "bagging_fraction": 0.8, "bagging_freq": 1})",
+       &values, true},
+      {R"({"objective": "regression", "use_quantized_grad": false, "lambda_l1": 0.5})", &values,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.params);
+    GbmParams params = GbmParams::FromJson(c.params);
+    params.num_iterations = 15;
+    const std::span<const double> w =
+        c.weighted ? std::span<const double>(weights) : std::span<const double>();
+    params.merge_equal_rows = "never";
+    const std::string plain =
+        GbmModel::Fit(features, *c.labels, w, nullptr, {}, params, 2).Serialize();
+    params.merge_equal_rows = "always";
+    const GbmModel merged = GbmModel::Fit(features, *c.labels, w, nullptr, {}, params, 2);
+    EXPECT_TRUE(merged.Serialize() == plain);
+    EXPECT_GT(merged.trees().front().num_leaves(), 2);
+    params.merge_equal_rows = "auto";  // about 1,000 distinct rows of 12,000: merged
+    EXPECT_TRUE(GbmModel::Fit(features, *c.labels, w, nullptr, {}, params, 1).Serialize() == plain);
+  }
+  EXPECT_THROW(GbmParams::FromJson(R"({"merge_equal_rows": "sometimes"})"), InvalidInput);
+  EXPECT_THROW(GbmParams::FromJson(R"({"merge_equal_rows": true})"), InvalidInput);
 }
 
 // KDD Cup 99 (10%): 23 classes, several with fewer than 10 rows. Softmax Newton steps on the
