@@ -34,11 +34,13 @@ TFG_HOST_DEVICE inline long long RoundToInteger(double x) {
   return whole + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0);
 }
 
-// floor(x) for |x| < 2^63, from the truncation (exact there), without the library call.
-TFG_HOST_DEVICE inline double FloorOf(double x) {
-  const double truncated = static_cast<double>(static_cast<long long>(x));
-  return truncated > x ? truncated - 1.0 : truncated;
+// floor(x) for |x| < 2^63, from the truncation (exact there), without the library call or a
+// branch (stochastic rounding floors values whose sign and fraction are random).
+TFG_HOST_DEVICE inline long long FloorToInteger(double x) {
+  const long long truncated = static_cast<long long>(x);
+  return truncated - (static_cast<double>(truncated) > x ? 1 : 0);
 }
+TFG_HOST_DEVICE inline double FloorOf(double x) { return static_cast<double>(FloorToInteger(x)); }
 
 // e^x with a relative error of a few units in the last place, bit-identical across compilers
 // and devices: x = k ln 2 + r with |r| <= ln 2 / 2 (Cody and Waite's two-part ln 2), e^r from

@@ -24,6 +24,15 @@ TFG_HOST_DEVICE inline std::uint64_t RandomBits(std::uint64_t seed, std::uint64_
   return Mix64(Mix64(seed ^ Mix64(stream)) ^ counter);
 }
 
+// RandomBits in two steps, for loops over the counters of one stream: the stream's key, then
+// the bits of each counter.
+TFG_HOST_DEVICE inline std::uint64_t StreamKey(std::uint64_t seed, std::uint64_t stream) {
+  return Mix64(seed ^ Mix64(stream));
+}
+TFG_HOST_DEVICE inline double KeyedUniform(std::uint64_t key, std::uint64_t counter) {
+  return static_cast<double>(Mix64(key ^ counter) >> 11) * 0x1.0p-53;
+}
+
 // A uniform double in [0, 1) for (seed, stream, counter), with 53 random bits.
 TFG_HOST_DEVICE inline double RandomUniform(std::uint64_t seed, std::uint64_t stream,
                                             std::uint64_t counter) {

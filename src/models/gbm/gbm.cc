@@ -157,10 +157,13 @@ class CpuRoundTrainer final : public RoundTrainer {
       quantized.hessian_scale = 1.0 / objective.hessian_fixed;
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
       const std::uint32_t* class_hessian = hessians_.data() + k * rows;
+      const std::uint64_t key = StreamKey(params_.seed, stream);
+      const double scale = quantized.gradient_scale;
+      const std::int64_t level = setup_.level;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows >= kParallelRows)
       for (std::int64_t row = 0; row < rows; ++row) {
-        pairs_[row].gradient = QuantizeGradient(class_gradient[row], quantized.gradient_scale,
-                                                setup_.level, params_.seed, stream, row);
+        pairs_[row].gradient = QuantizeScaledGradient(class_gradient[row] / scale, level, key,
+                                                      static_cast<std::uint64_t>(row));
         if (outputs > 1) pairs_[row].hessian = class_hessian[row];
       }
       quantized.pairs = pairs_.data();

@@ -53,6 +53,7 @@ class MergedRoundTrainer final : public RoundTrainer {
       group_classes_[group + 1] = static_cast<std::int64_t>(class_begin_.size());
     }
     class_begin_.push_back(rows_);
+    fprintf(stderr, "TMPDBG groups %ld classes %ld rows %ld\n", long(groups_count), long(class_begin_.size() - 1), long(rows_));
     const std::size_t classes = class_begin_.size() - 1;
     scores_.resize(classes * outputs_);
     gradients_.resize(classes * outputs_);
@@ -181,27 +182,68 @@ class MergedRoundTrainer final : public RoundTrainer {
     const std::uint32_t* class_hessian = hessians_.data() + k * classes;
     const double fixed =
         tree::FixedPointScale(quantized.max_abs_gradient, setup_.bagging ? bag_rows_ : rows_);
-    const std::int64_t groups = groups_.num_groups();
-#pragma omp parallel for num_threads(setup_.threads) \
-    schedule(dynamic, 512) if (rows_ >= kParallelRows)
-    for (std::int64_t group = 0; group < groups; ++group) {
+    // The member positions are cut into one equal range per thread (a group can hold most of
+    // the rows). A range writes the sums of the groups that start in it; the part of a group
+    // that started in an earlier range is carried and added after.
+    const int chunks = rows_ >= kParallelRows ? std::max(setup_.threads, 1) : 1;
+    const std::uint64_t key = StreamKey(params_.seed, stream);
+    const std::int64_t level = setup_.level;
+    std::vector<std::int64_t> carried_group(static_cast<std::size_t>(chunks), -1);
+    std::vector<tree::HistogramBin> carried_cell(static_cast<std::size_t>(chunks));
+    std::vector<std::int64_t> carried_sum(static_cast<std::size_t>(chunks), 0);
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      const std::int64_t first = rows_ * chunk / chunks;
+      const std::int64_t last = rows_ * (chunk + 1) / chunks;
+      if (first == last) continue;
+      std::int64_t at = std::upper_bound(class_begin_.begin(), class_begin_.end(), first) -
+                        class_begin_.begin() - 1;
+      std::int64_t group = groups_.group_of[groups_.members[first]];
+      bool carried = groups_.begin[group] < first;
       tree::HistogramBin cell;
       std::int64_t sum = 0;
-      ForEachClass(group, [&](std::int64_t at) {
+      auto store = [&]() {
+        if (carried) {
+          carried_group[chunk] = group;
+          carried_cell[chunk] = cell;
+          carried_sum[chunk] = sum;
+        } else {
+          cells_[group] = cell;
+          fixed_gradients_[group] = sum;
+        }
+        cell = {};
+        sum = 0;
+        carried = false;
+      };
+      for (std::int64_t index = first; index < last;) {
         const float gradient = class_gradient[at];
+        const std::uint32_t hessian = class_hessian[at];
         const std::int64_t fixed_gradient = RoundToInteger(double(gradient) * fixed);
-        for (std::int64_t index = class_begin_[at]; index < class_begin_[at + 1]; ++index) {
+        const double scaled = gradient / quantized.gradient_scale;
+        const std::int64_t end = std::min(class_begin_[at + 1], last);
+        for (; index < end; ++index) {
           const std::int32_t row = groups_.members[index];
           if (setup_.bagging && !in_bag_[row]) continue;
           cell += tree::HistogramBin::Row(
-              QuantizeGradient(gradient, quantized.gradient_scale, setup_.level, params_.seed,
-                               stream, static_cast<std::uint64_t>(row)),
-              class_hessian[at]);
+              QuantizeScaledGradient(scaled, level, key, static_cast<std::uint64_t>(row)),
+              hessian);
           sum += fixed_gradient;
         }
-      });
-      cells_[group] = cell;
-      fixed_gradients_[group] = sum;
+        if (index < class_begin_[at + 1]) break;  // the range ends inside this class
+        if (++at == group_classes_[group + 1]) {
+          store();
+          ++group;
+        }
+      }
+      if (group < groups_.num_groups() && groups_.begin[group] < last &&
+          groups_.begin[group + 1] > last) {
+        store();  // the last group goes on into the next range
+      }
+    }
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      if (carried_group[chunk] < 0) continue;
+      cells_[carried_group[chunk]] += carried_cell[chunk];
+      fixed_gradients_[carried_group[chunk]] += carried_sum[chunk];
     }
     quantized.cells = cells_.data();
     quantized.fixed_gradients = fixed_gradients_.data();

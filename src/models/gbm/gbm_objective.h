@@ -87,12 +87,19 @@ TFG_HOST_DEVICE inline void RowGradients(const RowGradientParams& params, const 
 
 // A gradient rounded stochastically to an integer level in [-level, level]: floor(g / scale + u)
 // with u uniform from (seed, stream, row), so the rounding is unbiased and reproducible.
+// The same from gradient / scale and StreamKey(seed, stream), for loops over rows of equal
+// gradients.
+TFG_HOST_DEVICE inline std::int32_t QuantizeScaledGradient(double scaled, std::int64_t level,
+                                                           std::uint64_t key,
+                                                           std::uint64_t row) {
+  std::int64_t q = FloorToInteger(scaled + KeyedUniform(key, row));
+  q = q < -level ? -level : q;
+  return static_cast<std::int32_t>(q > level ? level : q);
+}
 TFG_HOST_DEVICE inline std::int32_t QuantizeGradient(float gradient, double scale,
                                                      std::int64_t level, std::uint64_t seed,
                                                      std::uint64_t stream, std::uint64_t row) {
-  const double g = gradient / scale;
-  const auto q = static_cast<std::int64_t>(FloorOf(g + RandomUniform(seed, stream, row)));
-  return static_cast<std::int32_t>(q < -level ? -level : q > level ? level : q);
+  return QuantizeScaledGradient(gradient / scale, level, StreamKey(seed, stream), row);
 }
 
 // A training score after a tree: score + value in double, rounded once to float.

@@ -340,7 +340,7 @@ TEST(Gbm, LetterMulticlass) {
 // its rows, so the model bytes of merged and unmerged rounds are equal, with bagging, feature
 // sampling, weights, multiclass and a quantile (renewed leaves) objective.
 TEST(Gbm, MergingEqualRowsDoesNotChangeTheModel) {
-  const int rows = 12000;
+  const int rows = 24000;  // enough for the parallel merge (kParallelRows)
   std::mt19937 random(17);
   std::normal_distribution<float> normal;
   features::FeatureMatrix features;
@@ -394,7 +394,7 @@ TEST(Gbm, MergingEqualRowsDoesNotChangeTheModel) {
     const GbmModel merged = GbmModel::Fit(features, *c.labels, w, nullptr, {}, params, 2);
     EXPECT_TRUE(merged.Serialize() == plain);
     EXPECT_GT(merged.trees().front().num_leaves(), 2);
-    params.merge_equal_rows = "auto";  // about 1,000 distinct rows of 12,000: merged
+    params.merge_equal_rows = "auto";  // about 1,000 distinct rows of 24,000: merged
     EXPECT_TRUE(GbmModel::Fit(features, *c.labels, w, nullptr, {}, params, 1).Serialize() == plain);
   }
   EXPECT_THROW(GbmParams::FromJson(R"({"merge_equal_rows": "sometimes"})"), InvalidInput);
