@@ -16,9 +16,21 @@ bool GroupRows(const std::vector<Bin>& matrix, std::int64_t rows, int features,
   auto row_at = [&](const std::vector<Bin>& source, std::int64_t row) {
     return source.data() + static_cast<std::size_t>(row) * features;
   };
+  // The row's bytes mixed 8 at a time (the last word zero-padded).
   auto hash_of = [&](const Bin* bins) {
-    std::uint64_t hash = 0x9e3779b97f4a7c15ULL;
-    for (int feature = 0; feature < features; ++feature) hash = Mix64(hash ^ bins[feature]);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(bins);
+    std::uint64_t hash = row_bytes;
+    std::size_t at = 0;
+    for (; at + 8 <= row_bytes; at += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, bytes + at, 8);
+      hash = Mix64(hash ^ word);
+    }
+    if (at < row_bytes) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, bytes + at, row_bytes - at);
+      hash = Mix64(hash ^ word);
+    }
     return hash;
   };
   // Open addressing over group numbers, at most half full.
