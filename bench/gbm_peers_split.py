@@ -6,6 +6,9 @@ XGBoost (hist, lossguide) and LightGBM with equivalent settings, in the same run
 
     python3 bench/gbm_peers_split.py [--build build/release]     (GBM_THREADS, default 2)
 
+Environment: GBM_DATASETS (comma-separated keys of DATASETS, default letter,california),
+GBM_ROUNDS (default 100), GBM_MERGE_AB=1 (tabforge also with merge_equal_rows "never").
+
 Settings: 100 rounds, learning rate 0.1, 31 leaves, 255 bins, no L2, min hessian 1e-3.
 Categorical columns are native categoricals for every library. Prints one JSON line per run.
 """
@@ -16,9 +19,11 @@ import time
 
 from bench_common import ROOT, parse_args, realtime_prefix, run_json, split_mask
 
-DATASETS = [("letter.csv.gz", "lettr", "multiclass"),
-            ("california_housing.csv.gz", "median_house_value", "regression")]
-ROUNDS, LEAVES, RATE = 100, 31, 0.1
+DATASETS = {"letter": ("letter.csv.gz", "lettr", "multiclass"),
+            "california": ("california_housing.csv.gz", "median_house_value", "regression"),
+            "kddcup": ("kddcup99_10pct.csv.gz", "label", "multiclass")}
+ROUNDS = int(os.environ.get("GBM_ROUNDS", "100"))
+LEAVES, RATE = 31, 0.1
 
 
 def main():
@@ -32,13 +37,18 @@ def main():
     threads = int(os.environ.get("GBM_THREADS", "2"))
     bench = os.path.join(args.build, "bench", "gbm_bench")
     folder = os.path.join(ROOT, "..", "shared", "datasets")
-    for file, label, kind in DATASETS:
+    keys = os.environ.get("GBM_DATASETS", "letter,california").split(",")
+    merges = ["auto", "never"] if os.environ.get("GBM_MERGE_AB") == "1" else ["auto"]
+    for file, label, kind in (DATASETS[key] for key in keys):
         path = os.path.join(folder, file)
-        params = {"num_iterations": ROUNDS, "learning_rate": RATE, "num_leaves": LEAVES}
-        ours = run_json(realtime_prefix() + [bench, "--data", path, "--label", label, "--threads",
-                                             str(threads), "--params", json.dumps(params)])
-        ours.update({"tool": "tabforge", "dataset": file})
-        print(json.dumps(ours), flush=True)
+        for merge in merges:
+            params = {"num_iterations": ROUNDS, "learning_rate": RATE, "num_leaves": LEAVES,
+                      "merge_equal_rows": merge}
+            ours = run_json(realtime_prefix() + [bench, "--data", path, "--label", label,
+                                                 "--threads", str(threads), "--params",
+                                                 json.dumps(params)])
+            ours.update({"tool": "tabforge", "dataset": file})
+            print(json.dumps(ours), flush=True)
 
         table = pandas.read_csv(path)
         test = numpy.array(split_mask(len(table)))
