@@ -53,7 +53,8 @@ class MergedRoundTrainer final : public RoundTrainer {
       group_classes_[group + 1] = static_cast<std::int64_t>(class_begin_.size());
     }
     class_begin_.push_back(rows_);
-    fprintf(stderr, "TMPDBG groups %ld classes %ld rows %ld\n", long(groups_count), long(class_begin_.size() - 1), long(rows_));
+    fprintf(stderr, "TMPDBG groups %ld classes %ld rows %ld\n", long(groups_count),
+            long(class_begin_.size() - 1), long(rows_));
     const std::size_t classes = class_begin_.size() - 1;
     scores_.resize(classes * outputs_);
     gradients_.resize(classes * outputs_);
@@ -225,8 +226,7 @@ class MergedRoundTrainer final : public RoundTrainer {
           const std::int32_t row = groups_.members[index];
           if (setup_.bagging && !in_bag_[row]) continue;
           cell += tree::HistogramBin::Row(
-              QuantizeScaledGradient(scaled, level, key, static_cast<std::uint64_t>(row)),
-              hessian);
+              QuantizeScaledGradient(scaled, level, key, static_cast<std::uint64_t>(row)), hessian);
           sum += fixed_gradient;
         }
         if (index < class_begin_[at + 1]) break;  // the range ends inside this class

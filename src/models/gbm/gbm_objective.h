@@ -90,8 +90,7 @@ TFG_HOST_DEVICE inline void RowGradients(const RowGradientParams& params, const 
 // The same from gradient / scale and StreamKey(seed, stream), for loops over rows of equal
 // gradients.
 TFG_HOST_DEVICE inline std::int32_t QuantizeScaledGradient(double scaled, std::int64_t level,
-                                                           std::uint64_t key,
-                                                           std::uint64_t row) {
+                                                           std::uint64_t key, std::uint64_t row) {
   std::int64_t q = FloorToInteger(scaled + KeyedUniform(key, row));
   q = q < -level ? -level : q;
   return static_cast<std::int32_t>(q > level ? level : q);
