@@ -8,7 +8,10 @@ Configurations (the GBM issue's accuracy bars):
   long      1000 rounds, learning rate 0.05, 63 leaves, early stopping (50 rounds) on a 10%
             validation split of train (the same rows for every library: tabforge's counter-based
             generator is reproduced here)
-Categorical columns are native categoricals for every library. Prints one JSON line per run.
+Categorical columns are native categoricals for every library. Each configuration runs tabforge
+twice: with its own (LightGBM's) leaf rules, and with XGBoost's defaults for them (lambda_l2 1,
+min_sum_hessian_in_leaf 1 as min_child_weight, no row-count minimum), the settings equivalent to
+the XGBoost run beside it. Prints one JSON line per run.
 """
 import json
 import os
@@ -16,6 +19,9 @@ import sys
 import time
 
 from bench_common import ROOT, parse_args, realtime_prefix, run_json, uniform
+
+# XGBoost's default leaf rules in tabforge's (LightGBM's) names.
+XGBOOST_LEAF_RULES = {"lambda_l2": 1, "min_sum_hessian_in_leaf": 1, "min_data_in_leaf": 1}
 
 CONFIGS = {
     "defaults": {"num_iterations": 100, "learning_rate": 0.1, "num_leaves": 31},
@@ -47,15 +53,16 @@ def main():
     bench = os.path.join(args.build, "bench", "gbm_bench")
     for name, config in CONFIGS.items():
         stopping = "early_stopping_round" in config
-        command = realtime_prefix() + [bench, "--train", os.path.join(datasets, "adult_train.csv.gz"),
-                                       "--test", os.path.join(datasets, "adult_test.csv.gz"),
-                                       "--label", "class", "--threads", str(threads),
-                                       "--params", json.dumps(config)]
-        if stopping:
-            command += ["--valid-fraction", "0.1"]
-        ours = run_json(command)
-        ours.update({"tool": "tabforge", "config": name})
-        print(json.dumps(ours), flush=True)
+        for rules, extra in (("lightgbm", {}), ("xgboost", XGBOOST_LEAF_RULES)):
+            command = realtime_prefix() + [
+                bench, "--train", os.path.join(datasets, "adult_train.csv.gz"),
+                "--test", os.path.join(datasets, "adult_test.csv.gz"), "--label", "class",
+                "--threads", str(threads), "--params", json.dumps({**config, **extra})]
+            if stopping:
+                command += ["--valid-fraction", "0.1"]
+            ours = run_json(command)
+            ours.update({"tool": "tabforge", "config": name, "leaf_rules": rules})
+            print(json.dumps(ours), flush=True)
         fit_x, fit_y = (train[~held_out], y_train[~held_out]) if stopping else (train, y_train)
         valid = [(train[held_out], y_train[held_out])] if stopping else None
 
