@@ -11,12 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "automl/presets.h"
 #include "core/context.h"
@@ -39,7 +38,8 @@
 namespace tabforge {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 2: files listed with Checksum64 ("checksum") instead of SHA-256 ("sha256", still read).
+constexpr int kSchemaVersion = 2;
 constexpr std::string_view kManifestFormat = "tabforge-predictor";
 constexpr std::uint64_t kHoldoutStream = 0x686f6c64;  // "hold"
 constexpr double kMinModelSeconds = 0.5;  // a model is not started with less time than this
@@ -86,6 +86,61 @@ std::string FormatScore(std::optional<double> score) {
   return score ? fmt::format("{:.4f}", *score) : std::string("-");
 }
 
+namespace fs = std::filesystem;
+
+// The model directory `path` names, checked to be one save() may fill: new, empty, or a
+// model directory (which is replaced).
+fs::path ModelDirectory(const std::string& path) {
+  const fs::path target = fs::absolute(fs::path(path)).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(target, ec)) {
+    if (!fs::is_directory(target, ec)) {
+      throw InvalidInput(
+          fmt::format("{} exists and is not a directory; choose another path", target.string()));
+    }
+    if (!fs::is_empty(target, ec) && !fs::exists(target / "manifest.json", ec)) {
+      throw InvalidInput(fmt::format(
+          "{} holds files that are not a tabforge model; choose an empty or new directory",
+          target.string()));
+    }
+  }
+  return target;
+}
+
+// A new temporary directory (with its models folder) beside `target`, for filling before it
+// is renamed into place.
+fs::path MakeTemporaryDirectory(const fs::path& target) {
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  const fs::path temporary =
+      parent / fmt::format(".{}.tmp-{}", target.filename().string(), UniqueSuffix());
+  fs::remove_all(temporary, ec);
+  if (!fs::create_directories(temporary / "models", ec)) {
+    throw IoError(fmt::format("cannot create {}: {}; check the folder's permissions",
+                              temporary.string(), ec.message()));
+  }
+  return temporary;
+}
+
+// Writes `bytes` as `relative` under `directory`; returns the manifest's reference to it.
+nlohmann::json WriteModelFile(const fs::path& directory, const std::string& relative,
+                              const std::string& bytes) {
+  WriteFileAtomically((directory / relative).string(), bytes);
+  return nlohmann::json{{"file", relative}, {"checksum", Checksum64Hex(bytes)}};
+}
+
+std::string EntryFile(const std::string& name) { return "models/" + name + ".bin"; }
+
+// Model files written while fitting, into the temporary directory save() then completes: a
+// fit given a path spends its time limit on writing its models too (as AutoGluon saves each
+// model when it is trained), and save() has only the manifest left to write.
+struct Staging {
+  fs::path target;                              // the model directory
+  fs::path directory;                           // the temporary one being filled
+  std::map<std::string, nlohmann::json> files;  // relative path -> manifest reference
+};
+
 }  // namespace
 
 struct TabularPredictor::State {
@@ -108,6 +163,44 @@ struct TabularPredictor::State {
   int threads = 0;
   int gpus = 0;            // GPUs granted to the models (after discovery)
   bool gpus_auto = false;  // not asked for by name
+  // Files of the fit in progress, written ahead of save() (see Staging); save() takes them.
+  mutable std::optional<Staging> staging;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() { DropStaging(); }
+
+  // Removes files written ahead that no save() took.
+  void DropStaging() const {
+    if (!staging) return;
+    std::error_code ec;
+    fs::remove_all(staging->directory, ec);
+    staging.reset();
+  }
+  // Starts writing files ahead for options.path (when set): checks the path now, so that a
+  // fit that could not be saved fails before it trains.
+  void BeginStaging() {
+    DropStaging();
+    if (options.path.empty()) return;
+    Staging staged;
+    staged.target = ModelDirectory(options.path);
+    staged.directory = MakeTemporaryDirectory(staged.target);
+    staging = std::move(staged);
+  }
+  // Writes `relative` ahead; a failure is left for save() to meet and report.
+  void Stage(const std::string& relative, const std::function<std::string()>& bytes) const {
+    if (!staging) return;
+    try {
+      staging->files[relative] = WriteModelFile(staging->directory, relative, bytes());
+    } catch (const IoError& error) {
+      Log(2, "{}: not written ahead ({}); save() writes it", relative, error.what());
+    }
+  }
+  void StageEntry(const Entry& entry) const {
+    if (entry.ensemble || !entry.can_infer) return;
+    Stage(EntryFile(entry.name), [&] { return entry.group.Serialize(); });
+  }
 
   models::Task task() const {
     models::Task task;
@@ -332,7 +425,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         train_table.num_rows() - train.num_rows(), s.eval_metric);
   features::PipelineOptions pipeline_options;
   pipeline_options.num_threads = s.threads;
+  s.BeginStaging();
   s.pipeline = features::FeaturePipeline::Fit(train, s.label, pipeline_options);
+  s.Stage("pipeline.bin", [&] { return s.pipeline.Serialize(); });
   features::FeatureMatrix x = s.pipeline.Transform(train, s.threads);
   const std::vector<double> y = s.EncodeLabels(train);
   s.Log(2, "features: {} numeric, {} categorical ({:.1f} s)", x.num_numeric(), x.num_categorical(),
@@ -511,6 +606,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         s.Log(1, "{}: {}", entry.name, entry.error);
       }
       entry.fit_time = watch.Seconds();
+      s.StageEntry(entry);
       s.entries.push_back(std::move(entry));
     }
     if (this_level.empty()) {
@@ -668,6 +764,7 @@ TabularPredictor& TabularPredictor::refit_full() {
     entry.fit_time = watch.Seconds();
     s.Log(2, "{}: refit on all {} rows | fit {:.2f} s", entry.name, s.train_x.num_rows,
           entry.fit_time);
+    s.StageEntry(entry);
     s.entries.push_back(std::move(entry));
   }
   s.best = full_name(s.best);
@@ -876,36 +973,26 @@ std::string TabularPredictor::fit_summary() const {
 }
 
 void TabularPredictor::save(const std::string& path_given) const {
-  namespace fs = std::filesystem;
   const State& s = *state_;
   if (!s.fitted) throw InvalidInput("the predictor is not fitted; nothing to save");
   const std::string path = path_given.empty() ? s.options.path : path_given;
   if (path.empty()) throw InvalidInput("no model directory given; pass a path (-o DIR)");
-  const fs::path target = fs::absolute(fs::path(path)).lexically_normal();
+  const fs::path target = ModelDirectory(path);
+  // The files the fit wrote ahead for this directory are taken as they are.
+  std::map<std::string, nlohmann::json> staged;
+  fs::path temporary;
   std::error_code ec;
-  if (fs::exists(target, ec)) {
-    if (!fs::is_directory(target, ec)) {
-      throw InvalidInput(
-          fmt::format("{} exists and is not a directory; choose another path", target.string()));
-    }
-    if (!fs::is_empty(target, ec) && !fs::exists(target / "manifest.json", ec)) {
-      throw InvalidInput(fmt::format(
-          "{} holds files that are not a tabforge model; choose an empty or new directory",
-          target.string()));
-    }
+  if (s.staging && s.staging->target == target && fs::is_directory(s.staging->directory, ec)) {
+    temporary = s.staging->directory;
+    staged = s.staging->files;
+  } else {
+    temporary = MakeTemporaryDirectory(target);
   }
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(parent, ec);
+  const fs::path parent = temporary.parent_path();
   const std::string suffix = UniqueSuffix();
-  const fs::path temporary = parent / fmt::format(".{}.tmp-{}", target.filename().string(), suffix);
-  fs::remove_all(temporary, ec);
-  if (!fs::create_directories(temporary / "models", ec)) {
-    throw IoError(fmt::format("cannot create {}: {}; check the folder's permissions",
-                              temporary.string(), ec.message()));
-  }
-  auto write = [&](const std::string& relative, const std::string& bytes) {
-    WriteFileAtomically((temporary / relative).string(), bytes);
-    return nlohmann::json{{"file", relative}, {"sha256", Sha256Hex(bytes)}};
+  auto write = [&](const std::string& relative, const std::function<std::string()>& bytes) {
+    if (auto at = staged.find(relative); at != staged.end()) return at->second;
+    return WriteModelFile(temporary, relative, bytes());
   };
   nlohmann::json manifest;
   manifest["format"] = kManifestFormat;
@@ -915,7 +1002,7 @@ void TabularPredictor::save(const std::string& path_given) const {
   manifest["problem_type"] = ProblemTypeName(s.problem_type);
   manifest["eval_metric"] = s.eval_metric;
   manifest["classes"] = s.classes;
-  manifest["pipeline"] = write("pipeline.bin", s.pipeline.Serialize());
+  manifest["pipeline"] = write("pipeline.bin", [&] { return s.pipeline.Serialize(); });
   manifest["best_model"] = s.best;
   manifest["fit"] = s.fit_record;
   manifest["models"] = nlohmann::json::array();
@@ -938,7 +1025,7 @@ void TabularPredictor::save(const std::string& path_given) const {
                         {"weights", entry.weights}};
     item["score_val"] = entry.score_val ? nlohmann::json(*entry.score_val) : nlohmann::json();
     if (!entry.ensemble && entry.can_infer) {
-      item["data"] = write("models/" + entry.name + ".bin", entry.group.Serialize());
+      item["data"] = write(EntryFile(entry.name), [&] { return entry.group.Serialize(); });
     }
     manifest["models"].push_back(std::move(item));
   }
@@ -949,13 +1036,18 @@ void TabularPredictor::save(const std::string& path_given) const {
   fs::remove_all(old, ec);
   const bool replacing = fs::exists(target, ec);
   if (replacing) fs::rename(target, old, ec);
+  // The files written ahead are used up either way.
+  const bool took_staging = s.staging && s.staging->directory == temporary;
+  if (took_staging) s.staging.reset();
   if (ec) {
+    const std::string message = ec.message();
     fs::remove_all(temporary, ec);
-    throw IoError(fmt::format("cannot replace {}: {}", target.string(), ec.message()));
+    throw IoError(fmt::format("cannot replace {}: {}", target.string(), message));
   }
   fs::rename(temporary, target, ec);
   if (ec) {
     const std::string message = ec.message();
+    fs::remove_all(temporary, ec);
     if (replacing) fs::rename(old, target, ec);
     throw IoError(fmt::format("cannot write {}: {}", target.string(), message));
   }
@@ -967,16 +1059,9 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
   const fs::path root(path);
   const fs::path manifest_path = root / "manifest.json";
   auto read = [&](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      throw IoError(
-          fmt::format("cannot read {}; is {} a tabforge model directory (made by "
-                      "`tabforge fit -o DIR`)?",
-                      file.string(), path));
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
+    return ReadWholeFile(
+        file.string(),
+        fmt::format("is {} a tabforge model directory (made by `tabforge fit -o DIR`)?", path));
   };
   const std::string text = read(manifest_path);
   const nlohmann::json manifest = nlohmann::json::parse(text, nullptr, false);
@@ -1002,11 +1087,14 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
   try {
     auto load_file = [&](const nlohmann::json& ref) {
       const std::string relative = ref.at("file").get<std::string>();
-      const std::string bytes = read(root / relative);
-      if (Sha256Hex(bytes) != ref.at("sha256").get<std::string>()) {
+      std::string bytes = read(root / relative);
+      const bool matches = ref.contains("checksum")
+                               ? Checksum64Hex(bytes) == ref.at("checksum").get<std::string>()
+                               : Sha256Hex(bytes) == ref.at("sha256").get<std::string>();
+      if (!matches) {
         throw corrupted(fmt::format("{} does not match its checksum", relative));
       }
-      return std::make_pair(bytes, (root / relative).string());
+      return std::make_pair(std::move(bytes), (root / relative).string());
     };
     state->label = manifest.at("label").get<std::string>();
     state->problem_type = data::ParseProblemType(manifest.at("problem_type").get<std::string>());

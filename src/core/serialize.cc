@@ -13,18 +13,74 @@ std::uint64_t Fnv1a64(std::string_view bytes) {
   return hash;
 }
 
+constexpr std::uint64_t kPrime1 = 0x9E3779B185EBCA87ull;
+constexpr std::uint64_t kPrime2 = 0xC2B2AE3D27D4EB4Full;
+constexpr std::uint64_t kPrime3 = 0x165667B19E3779F9ull;
+
+std::uint64_t Rotl(std::uint64_t value, int bits) {
+  return (value << bits) | (value >> (64 - bits));
+}
+std::uint64_t Load64(const char* at) {
+  std::uint64_t value;
+  std::memcpy(&value, at, sizeof(value));
+  return value;
+}
+std::uint64_t Round(std::uint64_t lane, std::uint64_t word) {
+  return Rotl(lane + word * kPrime2, 31) * kPrime1;
+}
+
 }  // namespace
 
-std::string FrameBytes(std::string_view magic, std::uint32_t version, std::string_view payload) {
+std::uint64_t Checksum64(std::string_view bytes) {
+  const char* at = bytes.data();
+  const char* const end = at + bytes.size();
+  std::uint64_t lanes[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
+  for (; end - at >= 32; at += 32) {
+    for (int lane = 0; lane < 4; ++lane) lanes[lane] = Round(lanes[lane], Load64(at + 8 * lane));
+  }
+  std::uint64_t hash = Rotl(lanes[0], 1) + Rotl(lanes[1], 7) + Rotl(lanes[2], 12) +
+                       Rotl(lanes[3], 18) + static_cast<std::uint64_t>(bytes.size());
+  for (int lane = 0; lane < 4; ++lane) hash = (hash ^ Round(0, lanes[lane])) * kPrime1 + kPrime3;
+  for (; end - at >= 8; at += 8) hash = Rotl(hash ^ Round(0, Load64(at)), 27) * kPrime1 + kPrime3;
+  for (; at < end; ++at) {
+    hash = Rotl(hash ^ (static_cast<unsigned char>(*at) * kPrime3), 11) * kPrime1;
+  }
+  hash ^= hash >> 33;
+  hash *= kPrime2;
+  hash ^= hash >> 29;
+  hash *= kPrime3;
+  hash ^= hash >> 32;
+  return hash;
+}
+
+std::string Checksum64Hex(std::string_view bytes) {
+  return fmt::format("{:016x}", Checksum64(bytes));
+}
+
+ByteWriter ByteWriter::Framed(std::string_view magic, std::uint32_t version) {
   ByteWriter writer;
-  std::string out(magic);
+  writer.bytes_.append(magic);
   writer.Put<std::uint32_t>(version);
-  writer.Put<std::uint64_t>(payload.size());
-  out += writer.bytes();
-  out.append(payload);
-  const std::uint64_t checksum = Fnv1a64(out);
-  out.append(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
-  return out;
+  writer.Put<std::uint64_t>(0);  // the payload size, set by Frame()
+  writer.header_ = writer.bytes_.size();
+  return writer;
+}
+
+std::string ByteWriter::Frame() && {
+  TFG_CHECK(header_ > 0, "Frame() on a writer not made by ByteWriter::Framed");
+  const std::uint64_t size = bytes_.size() - header_;
+  std::memcpy(bytes_.data() + header_ - sizeof(size), &size, sizeof(size));
+  const std::uint64_t checksum = Checksum64(bytes_);
+  Put<std::uint64_t>(checksum);
+  header_ = 0;
+  return std::move(bytes_);
+}
+
+std::string FrameBytes(std::string_view magic, std::uint32_t version, std::string_view payload) {
+  ByteWriter writer = ByteWriter::Framed(magic, version);
+  writer.Reserve(magic.size() + 12 + payload.size() + 8);
+  writer.PutBytes(payload);
+  return std::move(writer).Frame();
 }
 
 std::string_view UnframeBytes(std::string_view bytes, std::string_view magic, std::uint32_t version,
@@ -51,9 +107,34 @@ std::string_view UnframeBytes(std::string_view bytes, std::string_view magic, st
   }
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + payload_at + size, sizeof(checksum));
-  if (Fnv1a64(bytes.substr(0, payload_at + size)) != checksum)
+  const std::string_view framed = bytes.substr(0, payload_at + size);
+  if (Checksum64(framed) != checksum && Fnv1a64(framed) != checksum) {
     header.Corrupted("checksum mismatch");
+  }
   return bytes.substr(payload_at, size);
+}
+
+std::string ReadWholeFile(const std::string& path, std::string_view hint) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  auto fail = [&] {
+    if (file != nullptr) std::fclose(file);
+    return IoError(fmt::format("cannot read {}; {}", path, hint));
+  };
+  if (file == nullptr) throw fail();
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw fail();
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const std::size_t got = std::fread(bytes.data() + done, 1, bytes.size() - done, file);
+    if (got == 0) break;
+    done += got;
+  }
+  // A file that grew or shrank while it was read is reported rather than half-used.
+  if (done != bytes.size() || std::fgetc(file) != EOF) throw fail();
+  std::fclose(file);
+  return bytes;
 }
 
 void WriteFileAtomically(const std::string& path, std::string_view bytes) {

@@ -1,6 +1,7 @@
 #include "ensemble/bagging.h"
 
 #include <cmath>
+#include <exception>
 
 #include "core/error.h"
 #include "core/serialize.h"
@@ -33,12 +34,43 @@ int ModelGroup::MeanIterations() const {
   return members_.empty() ? 0 : static_cast<int>(std::lround(total / double(members_.size())));
 }
 
+namespace {
+
+// Runs body(0..count-1) on the process's threads; the first exception thrown is rethrown here.
+template <typename Body>
+void ForEachInParallel(std::int64_t count, const Body& body) {
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t at = 0; at < count; ++at) {
+    try {
+      body(at);
+    } catch (...) {
+#pragma omp critical(tabforge_group_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+// Members are serialized and read back in parallel: a bagged forest's fold models take
+// seconds each.
 std::string ModelGroup::Serialize() const {
-  ByteWriter writer;
+  std::vector<std::string> parts(members_.size());
+  ForEachInParallel(static_cast<std::int64_t>(members_.size()),
+                    [&](std::int64_t m) { parts[m] = members_[m]->Serialize(); });
+  ByteWriter writer = ByteWriter::Framed(kGroupMagic, kGroupVersion);
+  std::size_t total = family_.size() + 64;
+  for (const std::string& part : parts) total += part.size() + 8;
+  writer.Reserve(total);
   writer.PutString(family_);
   writer.Put<std::uint32_t>(static_cast<std::uint32_t>(members_.size()));
-  for (const auto& member : members_) writer.PutString(member->Serialize());
-  return FrameBytes(kGroupMagic, kGroupVersion, writer.bytes());
+  for (std::string& part : parts) {
+    writer.PutString(part);
+    std::string().swap(part);
+  }
+  return std::move(writer).Frame();
 }
 
 ModelGroup ModelGroup::Deserialize(std::string_view bytes, const std::string& name,
@@ -49,10 +81,13 @@ ModelGroup ModelGroup::Deserialize(std::string_view bytes, const std::string& na
   const models::Family& family = models::GetFamily(group.family_);
   const auto count = reader.Get<std::uint32_t>();
   if (count == 0 || count > 10000) reader.Corrupted("implausible member count");
-  for (std::uint32_t m = 0; m < count; ++m) {
-    group.members_.push_back(family.deserialize(reader.GetString(), name, task));
-  }
+  std::vector<std::string_view> parts;
+  for (std::uint32_t m = 0; m < count; ++m) parts.push_back(reader.GetStringView());
   if (!reader.AtEnd()) reader.Corrupted("bytes after the last member");
+  group.members_.resize(parts.size());
+  ForEachInParallel(static_cast<std::int64_t>(parts.size()), [&](std::int64_t m) {
+    group.members_[m] = family.deserialize(parts[m], name, task);
+  });
   return group;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "core/timer.h"
 #include "data/csv_reader.h"
 #include "data/table.h"
@@ -119,6 +120,89 @@ TEST(Predictor, CorruptedOrNewerModelDirectoriesAreRefused) {
         << error.what();
   }
   EXPECT_THROW(TabularPredictor::load(testing::TempDir("predictor_empty")), IoError);
+}
+
+// Directories beside `dir` that a save in progress uses (".NAME.tmp-*").
+int TemporaryDirectoriesBeside(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path target(dir);
+  int count = 0;
+  for (const auto& item : fs::directory_iterator(target.parent_path())) {
+    count +=
+        item.path().filename().string().rfind("." + target.filename().string() + ".tmp-", 0) == 0;
+  }
+  return count;
+}
+
+TEST(Predictor, AFitGivenAPathWritesItsModelsAheadAndSaveCompletesThem) {
+  TFG_REQUIRE_DATASETS();
+  namespace fs = std::filesystem;
+  const data::Table train = AdultRows(0, 3000);
+  const data::Table test = AdultRows(20000, 500);
+  const std::string dir = testing::TempDir("predictor_ahead") + "/model";
+  FitOptions options;
+  options.hyperparameters = R"({"GBM": [{"num_iterations": 30}, {"num_leaves": 7}]})";
+  {
+    PredictorOptions with_path = Quiet();
+    with_path.path = dir;
+    TabularPredictor predictor("class", with_path);
+    predictor.fit(train, options);
+    // The model files are written while fitting, into a directory save() completes.
+    EXPECT_FALSE(fs::exists(dir));
+    ASSERT_EQ(TemporaryDirectoriesBeside(dir), 1);
+    const ProbabilityTable before = predictor.predict_proba(test);
+    predictor.save();
+    EXPECT_EQ(TemporaryDirectoriesBeside(dir), 0);
+    const ProbabilityTable after = TabularPredictor::load(dir).predict_proba(test);
+    ASSERT_EQ(after.values.size(), before.values.size());
+    EXPECT_EQ(0, std::memcmp(after.values.data(), before.values.data(),
+                             before.values.size() * sizeof(double)));
+    // A second save (nothing written ahead now) replaces the directory with the same files.
+    const std::string model_bytes = ReadAll(dir + "/models/GBM.bin");
+    predictor.save();
+    EXPECT_EQ(ReadAll(dir + "/models/GBM.bin"), model_bytes);
+  }
+  {
+    // A fit that is never saved leaves nothing behind.
+    PredictorOptions with_path = Quiet();
+    with_path.path = testing::TempDir("predictor_unsaved") + "/model";
+    {
+      TabularPredictor predictor("class", with_path);
+      predictor.fit(train, options);
+      EXPECT_EQ(TemporaryDirectoriesBeside(with_path.path), 1);
+    }
+    EXPECT_EQ(TemporaryDirectoriesBeside(with_path.path), 0);
+    EXPECT_FALSE(fs::exists(with_path.path));
+  }
+  {
+    // A path that save() could not fill fails the fit before it trains.
+    PredictorOptions bad_path = Quiet();
+    bad_path.path = testing::TempDir("predictor_bad_path") + "/file";
+    testing::WriteFile(bad_path.path, "not a model");
+    TabularPredictor predictor("class", bad_path);
+    try {
+      predictor.fit(train, options);
+      FAIL() << "a fit into a plain file's path started";
+    } catch (const InvalidInput& error) {
+      EXPECT_NE(std::string(error.what()).find("is not a directory"), std::string::npos)
+          << error.what();
+    }
+  }
+  {
+    // Directories written before the manifest listed Checksum64 (SHA-256 per file) still load.
+    nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+    auto to_sha = [&](nlohmann::json& ref) {
+      ref["sha256"] = Sha256Hex(ReadAll(dir + "/" + ref.at("file").get<std::string>()));
+      ref.erase("checksum");
+    };
+    to_sha(manifest["pipeline"]);
+    for (nlohmann::json& item : manifest["models"]) {
+      if (item.contains("data")) to_sha(item["data"]);
+    }
+    manifest["schema_version"] = 1;
+    testing::WriteFile(dir + "/manifest.json", manifest.dump());
+    EXPECT_EQ(TabularPredictor::load(dir).predict(test).labels.size(), 500u);
+  }
 }
 
 TEST(Predictor, AFailingModelIsRecordedAndTheFitGoesOn) {

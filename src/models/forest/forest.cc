@@ -256,14 +256,22 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
 }
 
 std::string ForestModel::Serialize() const {
-  ByteWriter writer;
+  ByteWriter writer = ByteWriter::Framed(kModelMagic, kModelVersion);
+  // Reserved up front (Tree::Write's 41 bytes per node and 12 per leaf, and the leaf outputs):
+  // a forest runs to hundreds of megabytes, which growing by doubling would copy.
+  std::size_t estimate = 8 * leaf_outputs_.size() + 65536;
+  for (const tree::Tree& tree : trees_) {
+    estimate += 41 * tree.nodes().size() + 12 * std::size_t(tree.num_leaves()) +
+                4 * tree.bitsets().size() + 32;
+  }
+  writer.Reserve(estimate);
   writer.Put<std::int32_t>(num_outputs_);
   mapper_.Write(writer);
   writer.Put<std::uint32_t>(static_cast<std::uint32_t>(trees_.size()));
   for (const tree::Tree& tree : trees_) tree.Write(writer);
   writer.PutVector(leaf_outputs_);
   writer.PutString(report_.stop_reason);
-  return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+  return std::move(writer).Frame();
 }
 
 ForestModel ForestModel::Deserialize(std::string_view bytes, const std::string& name) {

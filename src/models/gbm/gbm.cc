@@ -575,7 +575,7 @@ constexpr std::uint32_t kModelVersion = 1;
 }  // namespace
 
 std::string GbmModel::Serialize() const {
-  ByteWriter writer;
+  ByteWriter writer = ByteWriter::Framed(kModelMagic, kModelVersion);
   writer.PutString(params_.objective);
   writer.Put<std::int32_t>(num_outputs_);
   writer.PutVector(init_score_);
@@ -584,7 +584,7 @@ std::string GbmModel::Serialize() const {
   for (const tree::Tree& tree : trees_) tree.Write(writer);
   writer.Put<std::int32_t>(report_.iterations);
   writer.PutString(report_.stop_reason);
-  return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+  return std::move(writer).Frame();
 }
 
 GbmModel GbmModel::Deserialize(std::string_view bytes, const std::string& name) {

@@ -284,14 +284,14 @@ class KnnModel final : public models::Model {
   }
 
   std::string Serialize() const override {
-    ByteWriter writer;
+    ByteWriter writer = ByteWriter::Framed(kModelMagic, kModelVersion);
     writer.Put<std::int32_t>(params_.n_neighbors);
     writer.Put<std::uint8_t>(params_.distance_weights ? 1 : 0);
     encoder_.Write(writer);
     writer.Put<std::int64_t>(references_);
     writer.PutVector(reference_);
     writer.PutVector(labels_);
-    return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+    return std::move(writer).Frame();
   }
 
   static std::unique_ptr<KnnModel> Deserialize(std::string_view bytes, const std::string& name,

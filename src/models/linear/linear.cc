@@ -413,13 +413,13 @@ class LinearModel final : public models::Model {
   }
 
   std::string Serialize() const override {
-    ByteWriter writer;
+    ByteWriter writer = ByteWriter::Framed(kModelMagic, kModelVersion);
     encoder_.Write(writer);
     writer.Put<std::int32_t>(outputs_);
     writer.PutVector(weights_);
     writer.PutVector(intercepts_);
     writer.Put<std::int32_t>(iterations_);
-    return FrameBytes(kModelMagic, kModelVersion, writer.bytes());
+    return std::move(writer).Frame();
   }
 
   static std::unique_ptr<LinearModel> Deserialize(std::string_view bytes, const std::string& name,
