@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""GPU time per kernel of one run, from Nsight Compute, beside the run's wall-clock training time.
+
+    python3 bench/cuda_kernel_times.py [--ncu ncu] [--top 15] -- PROGRAM [ARGS...]
+    e.g. python3 bench/cuda_kernel_times.py -- device-pack/bin/gbm_bench --synthetic 1000000,28,0
+             --device cuda --params '{"num_leaves":255,"num_iterations":3}'
+
+Runs PROGRAM twice: once plainly (its last JSON line gives train_seconds, as gbm_bench and
+family_bench print), once under `ncu --metrics gpu__time_duration.sum` (clocks left alone), and
+prints one JSON line: the number of kernel launches, their summed GPU time, that time as a share
+of train_seconds (what is left is launch gaps, host work and copies), and the kernels that took
+the most time (name, launches, total and mean microseconds). ncu serialises the kernels, so the
+sums are each kernel's own time, without overlap.
+"""
+import argparse
+import collections
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ncu", default=shutil.which("ncu") or "ncu")
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the program to profile after --")
+
+    plain = subprocess.run(command, check=True, capture_output=True, text=True)
+    lines = [line for line in plain.stdout.splitlines() if line.startswith("{")]
+    train_seconds = json.loads(lines[-1]).get("train_seconds") if lines else None
+
+    profiled = subprocess.run(
+        [args.ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+         "--print-units", "base"] + command,
+        capture_output=True, text=True)
+    if profiled.returncode != 0:
+        sys.exit(f"ncu failed ({profiled.returncode}): {profiled.stderr.strip()[-2000:]}")
+    # The CSV starts at its header line; ncu's own messages ("==PROF==") and the program's
+    # output come before it.
+    text = profiled.stdout
+    start = text.find('"ID","Process ID"')
+    if start < 0:
+        sys.exit("ncu printed no metric table; is the program launching kernels?")
+    totals = collections.defaultdict(float)
+    launches = collections.Counter()
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "nsecond")
+        seconds = value * {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}[unit]
+        name = row["Kernel Name"].split("(")[0]
+        totals[name] += seconds
+        launches[name] += 1
+    kernel_seconds = sum(totals.values())
+    top = sorted(totals.items(), key=lambda item: -item[1])[: args.top]
+    print(json.dumps({
+        "command": command,
+        "train_seconds": train_seconds,
+        "launches": sum(launches.values()),
+        "kernel_seconds": round(kernel_seconds, 6),
+        "kernel_share_of_train": round(kernel_seconds / train_seconds, 4)
+        if train_seconds else None,
+        "kernels": [{"name": name, "launches": launches[name],
+                     "total_us": round(1e6 * seconds, 1),
+                     "mean_us": round(1e6 * seconds / launches[name], 2)}
+                    for name, seconds in top],
+    }))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
