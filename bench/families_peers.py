@@ -30,7 +30,8 @@ DATASETS = {
     "california": ("california_housing.csv.gz", "median_house_value", "regression"),
 }
 # name: tabforge parameters; a name's part before "_" is the family key (LR_L1: LR with L1).
-FAMILIES = {"RF": {}, "XT": {}, "KNN": {"n_neighbors": 10}, "LR": {}, "LR_L1": {"penalty": "l1"}}
+# XT without bootstrap: scikit-learn's ExtraTrees default (tabforge's, as AutoGluon's, bootstraps).
+FAMILIES = {"RF": {}, "XT": {"bootstrap": False}, "KNN": {"n_neighbors": 10}, "LR": {}, "LR_L1": {"penalty": "l1"}}
 POSITIVE = ">50K"
 SUMMARY_METRIC = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "r2"}
 MISSING = "__missing__"

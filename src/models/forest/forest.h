@@ -23,8 +23,10 @@ namespace tabforge::forest {
 
 enum class Criterion { kGini, kEntropy, kSquaredError };
 
-// Parameters under scikit-learn's names; defaults are scikit-learn's, except n_estimators and
-// max_leaf_nodes, which are AutoGluon's.
+// Parameters under scikit-learn's names; defaults are scikit-learn's, except n_estimators,
+// max_leaf_nodes and bootstrap, which are AutoGluon's: its XT bootstraps too (scikit-learn's
+// ExtraTrees does not), so that a bagged fit trains one forest and takes its out-of-bag
+// predictions instead of training one forest per fold.
 struct ForestParams {
   // gini or entropy (classification; log_loss is taken as entropy), squared_error
   // (regression; mse is an alias).

@@ -78,7 +78,6 @@ class ForestFamilyModel final : public models::Model {
 ForestParams Defaults(bool extra_trees, const models::Task& task) {
   ForestParams params;
   params.extra_trees = extra_trees;
-  params.bootstrap = !extra_trees;
   params.criterion =
       task.problem_type == ProblemType::kRegression ? Criterion::kSquaredError : Criterion::kGini;
   return params;

@@ -1,8 +1,8 @@
 // The RF and XT families behind the model contract (models/model.h), with AutoGluon's defaults
 // for its scikit-learn forests: 300 trees, at most 15000 leaves each, Gini (classification) or
-// squared error (regression). RF trains each tree on a bootstrap sample, and its out-of-bag
-// predictions stand in for out-of-fold ones when bagged; XT (extremely randomized trees) draws
-// one threshold per feature and node and, as scikit-learn's default, trains on every row.
+// squared error (regression). Both train each tree on a bootstrap sample (AutoGluon sets
+// bootstrap for XT too), and their out-of-bag predictions stand in for out-of-fold ones when
+// bagged; XT (extremely randomized trees) draws one threshold per feature and node.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 #include "models/forest/forest.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -207,11 +208,17 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
   EXPECT_EQ(bag.group.members().size(), 1u);
   ASSERT_EQ(bag.out_of_fold.size(), 1500u * 3u);
   EXPECT_GT(metrics::Score("accuracy", data.labels, {bag.out_of_fold, 3}), 0.75);
-  // XT trains on every row (no bootstrap), so it is bagged fold by fold.
-  auto make_xt = [&]() { return models::GetFamily("XT").create(R"({"n_estimators": 10})", task); };
-  const ensemble::BagResult xt =
-      ensemble::FitBagged(make_xt, "XT", data.features, data.labels, folds, 5, task, context);
-  EXPECT_EQ(xt.group.members().size(), 5u);
+  // XT bootstraps by default too (AutoGluon's XT); without bootstrap every tree sees every row,
+  // so it is bagged fold by fold.
+  for (const bool bootstrap : {true, false}) {
+    const std::string params =
+        fmt::format(R"({{"n_estimators": 30, "bootstrap": {}}})", bootstrap ? "true" : "false");
+    auto make_xt = [&]() { return models::GetFamily("XT").create(params, task); };
+    const ensemble::BagResult xt =
+        ensemble::FitBagged(make_xt, "XT", data.features, data.labels, folds, 5, task, context);
+    EXPECT_EQ(xt.group.members().size(), bootstrap ? 1u : 5u);
+    EXPECT_GT(metrics::Score("accuracy", data.labels, {xt.out_of_fold, 3}), 0.7) << bootstrap;
+  }
 }
 
 // Adult through the feature pipeline, scikit-learn's settings with 100 trees: scikit-learn 1.2
