@@ -2,14 +2,14 @@
 """GBM speed on the synthetic HIGGS-like problem: tabforge beside LightGBM and XGBoost (hist,
 lossguide) on exactly the same rows (gbm_bench --write-data), in the same run.
 
-    python3 bench/gbm_peers_synthetic.py [--build build/release] [ROWS] [ROUNDS]
+    python3 bench/gbm_peers_synthetic.py [--build build/release] [ROWS [ROUNDS]]
 
 Settings as the GBM issue's speed bar: 255 leaves, 255 bins, learning rate 0.1, 2 threads
 (GBM_THREADS); ROWS defaults to 1000000 and ROUNDS to 500. Prints one JSON line per library.
 """
+import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
@@ -19,10 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def main():
-    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 500
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    parser.add_argument("rows", nargs="?", type=int, default=1000000)
+    parser.add_argument("rounds", nargs="?", type=int, default=500)
+    args = parser.parse_args()
+    rows, rounds = args.rows, args.rounds
     threads = int(os.environ.get("GBM_THREADS", "2"))
-    bench = os.path.join(ROOT, "build", "release", "bench", "gbm_bench")
+    bench = os.path.join(args.build, "bench", "gbm_bench")
     import lightgbm
     import numpy
     import pandas

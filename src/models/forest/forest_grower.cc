@@ -547,6 +547,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     }
   }
   order_.swap(rows);
+  tree.Compact();
   return tree;
 }
 

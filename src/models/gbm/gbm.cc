@@ -397,7 +397,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   grower_params.histogram_pool_bytes =
       params.histogram_pool_size > 0
           ? static_cast<std::int64_t>(params.histogram_pool_size * 1048576.0)
-          : std::max<std::int64_t>(std::int64_t(4) << 20, model.report_.bin_matrix_bytes / 8);
+          : std::max<std::int64_t>(std::int64_t(3) << 20, model.report_.bin_matrix_bytes / 8);
 
   // The hessians go straight to fixed point on a scale set by their bound (hessians of these
   // objectives are at most a known multiple of the largest row weight).
@@ -511,6 +511,9 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   }
   model.report_.iterations = static_cast<int>(model.trees_.size()) / outputs;
   model.report_.train_seconds = watch.Seconds() - model.report_.upload_seconds;
+  // The training state goes before the prediction layout is built, so the two never add up.
+  trainer.reset();
+  bins = tree::BinMatrix{};
   model.forest_.Build(model.trees_, model.mapper_);
   return model;
 }

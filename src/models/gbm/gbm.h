@@ -52,7 +52,7 @@ struct GbmParams {
   double cat_l2 = 10;
   std::int64_t min_data_per_group = 100;
   // Megabytes of histograms kept at once (LightGBM's histogram_pool_size); the default (-1)
-  // is an eighth of the bin matrix's size, at least 4 MB. The trees do not depend on it.
+  // is an eighth of the bin matrix's size, at least 3 MB. The trees do not depend on it.
   double histogram_pool_size = -1;
   // Training rows whose bins are equal on every feature are merged into one for growing the
   // trees (tree::RowGroups): "auto" merges when that leaves at most 3/4 of the rows, "always"

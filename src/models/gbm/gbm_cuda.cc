@@ -129,8 +129,10 @@ class CudaRoundTrainer final : public RoundTrainer {
     if (setup_.bagging) {
       std::vector<kernels::RouteNode> nodes;
       for (const tree::TreeNode& node : tree.nodes()) {
-        nodes.push_back({node.feature, node.categorical ? 1 : 0, node.default_left ? 1 : 0,
-                         node.threshold_bin, node.missing_bin, node.bitset_begin, node.bitset_end,
+        const bool categorical = node.categorical;
+        nodes.push_back({static_cast<int>(node.feature), categorical ? 1 : 0,
+                         node.default_left ? 1 : 0, node.threshold_bin, node.missing_bin,
+                         categorical ? node.bitset.begin : 0, categorical ? node.bitset.end : 0,
                          node.left, node.right});
       }
       if (nodes.empty()) {

@@ -46,8 +46,8 @@ void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mappe
       if (node.categorical) {
         out.payload = static_cast<std::int32_t>(categories_.size());
         const auto begin = static_cast<std::int32_t>(bits_.size());
-        bits_.insert(bits_.end(), tree.bitsets().begin() + node.bitset_begin,
-                     tree.bitsets().begin() + node.bitset_end);
+        bits_.insert(bits_.end(), tree.bitsets().begin() + node.bitset.begin,
+                     tree.bitsets().begin() + node.bitset.end);
         categories_.push_back({begin, static_cast<std::int32_t>(bits_.size())});
       } else {
         out.threshold = FloatAtOrBelow(node.threshold);

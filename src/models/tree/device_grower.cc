@@ -422,6 +422,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
         LeafValue(double(sums[leaf]) / fixed, double(grown.total.hessian) * gradients.hessian_scale,
                   params.reg);
   }
+  tree.Compact();
   return tree;
 }
 

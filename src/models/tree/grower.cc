@@ -245,11 +245,39 @@ void TreeGrower::FindBestSplits(GrowingLeaf* const* leaves, const HistogramBin* 
 
 std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std::int64_t begin,
                                    std::int64_t end) {
-  // Stable: left rows stay in front and right rows follow, each in their order. One pass per
-  // chunk classifies its rows, compacting the left ones in place and writing the right ones to
-  // the spare buffer at the chunk's own offsets; then the chunks' left blocks slide down into
-  // one run and their right blocks are copied back behind it. Large leaves take one chunk per
-  // thread.
+  // Stable: left rows stay in front and right rows follow, each in their order (rows in
+  // ascending order keep the histogram passes' reads of the bin matrix close together). The
+  // spare buffer holds half the rows: a longer range is partitioned as two halves, whose
+  // middle blocks (the first half's rights, the second half's lefts) then swap places.
+  const std::int64_t spare_rows = static_cast<std::int64_t>(spare_.size());
+  if (end - begin <= spare_rows) return PartitionRange(split, missing_bin, begin, end);
+  const std::int64_t middle = begin + (end - begin) / 2;
+  const std::int64_t first_lefts_end = PartitionRange(split, missing_bin, begin, middle);
+  const std::int64_t second_lefts_end = PartitionRange(split, missing_bin, middle, end);
+  // [first lefts | first rights | second lefts | second rights]: the smaller middle block
+  // waits in the spare buffer while the other one moves.
+  std::int32_t* order = order_.data();
+  std::int32_t* spare = spare_.data();
+  const std::int64_t rights = middle - first_lefts_end;
+  const std::int64_t lefts = second_lefts_end - middle;
+  if (rights <= lefts) {
+    std::copy(order + first_lefts_end, order + middle, spare);
+    std::copy(order + middle, order + second_lefts_end, order + first_lefts_end);
+    std::copy(spare, spare + rights, order + first_lefts_end + lefts);
+  } else {
+    std::copy(order + middle, order + second_lefts_end, spare);
+    std::copy_backward(order + first_lefts_end, order + middle, order + second_lefts_end);
+    std::copy(spare, spare + lefts, order + first_lefts_end);
+  }
+  return first_lefts_end + lefts;
+}
+
+std::int64_t TreeGrower::PartitionRange(const LeafSplit& split, int missing_bin, std::int64_t begin,
+                                        std::int64_t end) {
+  // One pass per chunk classifies its rows, compacting the left ones in place and writing the
+  // right ones to the spare buffer at the chunk's own offsets (from the range's start); then
+  // the chunks' left blocks slide down into one run and their right blocks are copied back
+  // behind it. Large ranges take one chunk per thread.
   // Which side each bin of the split feature goes to, looked up per row.
   const int num_bins = mapper_.feature(split.feature).num_bins;
   side_.assign(static_cast<std::size_t>(num_bins), 0);
@@ -265,9 +293,9 @@ std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std:
   // The rows of a leaf are ascending but scattered: fetch their bins ahead.
   constexpr std::int64_t kPrefetchDistance = 32;
   std::int32_t* order = order_.data();
-  std::int32_t* spare = spare_.data();
+  std::int32_t* spare = spare_.data();  // position p's slot is spare[p - begin]
   // Classifies [first, stop): returns how many rows go left (now at [first, first + lefts));
-  // the right ones are at spare[first, first + (stop - first - lefts)).
+  // the right ones are at spare[first - begin, first - begin + (stop - first - lefts)).
   auto classify = [&](std::int64_t first, std::int64_t stop) {
     std::int64_t left_write = first;
     std::int64_t right_write = first;
@@ -279,7 +307,7 @@ std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std:
         const std::int32_t row = order[index];
         const std::uint8_t left = side[bin_of(row)];
         order[left_write] = row;
-        spare[right_write] = row;
+        spare[right_write - begin] = row;
         left_write += left;
         right_write += 1 - left;
       }
@@ -301,7 +329,7 @@ std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std:
       static_cast<int>(std::clamp<std::int64_t>(count / kRowsPerThread, 1, std::max(threads_, 1)));
   if (chunks == 1) {
     const std::int64_t lefts = classify(begin, end);
-    std::copy(spare + begin, spare + (end - lefts), order + begin + lefts);
+    std::copy(spare, spare + (end - begin - lefts), order + begin + lefts);
     return begin + lefts;
   }
   std::vector<std::int64_t> lefts(static_cast<std::size_t>(chunks) + 1, 0);
@@ -329,7 +357,7 @@ std::int64_t TreeGrower::Partition(const LeafSplit& split, int missing_bin, std:
           chunk_begin(chunk + 1) - first - (lefts[chunk + 1] - lefts[chunk]);
       // Rights before this chunk: its start's offset minus the lefts before it.
       const std::int64_t destination = begin + lefts[chunks] + (first - begin - lefts[chunk]);
-      std::copy(spare + first, spare + first + rights, order + destination);
+      std::copy(spare + (first - begin), spare + (first - begin + rights), order + destination);
     }
   }
   return begin + lefts[chunks];
@@ -459,7 +487,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
     order_.resize(static_cast<std::size_t>(bins_.num_rows));
     std::iota(order_.begin(), order_.end(), 0);
   }
-  spare_.resize(order_.size());
+  spare_.resize((order_.size() + 1) / 2);
   std::vector<GrowingLeaf> leaves;
   Tree tree = GrowLeafWise(ops, params_, mapper_, leaves);
 
@@ -488,6 +516,7 @@ Tree TreeGrower::Grow(const std::vector<std::int32_t>* rows, const QuantizedGrad
   for (int leaf = 0; leaf < num_leaves; ++leaf) {
     leaf_ranges_[leaf] = {leaves[leaf].begin, leaves[leaf].end};
   }
+  tree.Compact();
   return tree;
 }
 

@@ -104,15 +104,19 @@ class TreeGrower {
   GrowerParams params_;
   int threads_;
   HistogramLayout layout_;
+  // Partitions the rows at positions [begin, end) of order_ by `split`, stably; returns the
+  // end of the left ones. PartitionRange does it for ranges no longer than spare_.
   std::int64_t Partition(const LeafSplit& split, int missing_bin, std::int64_t begin,
                          std::int64_t end);
+  std::int64_t PartitionRange(const LeafSplit& split, int missing_bin, std::int64_t begin,
+                              std::int64_t end);
 
   int max_slots_ = 2;                // histograms the pool holds
   std::vector<HistogramBin> pool_;   // max_slots_ histograms, reused across trees
   HistogramScratch scratch_;         // partial histograms of parallel builds
   std::vector<std::int32_t> order_;  // rows grouped by leaf
   std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges_;  // last tree: [begin, end)
-  std::vector<std::int32_t> spare_;  // partition buffer, as long as order_
+  std::vector<std::int32_t> spare_;  // partition buffer, half as long as order_
   std::vector<std::uint8_t> side_;   // partition: each bin's side
   BinProfile profile_;               // splittable and sparse features
 };

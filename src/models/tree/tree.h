@@ -11,31 +11,42 @@
 
 namespace tabforge::tree {
 
+// A split node, 32 bytes: trees are most of a model's memory.
 struct TreeNode {
-  std::int32_t feature = 0;  // index in the bin mapper's features (numeric first)
-  bool categorical = false;
-  bool default_left = false;        // numeric: where missing values go
-  std::uint16_t threshold_bin = 0;  // numeric: value bins <= threshold_bin go left
-  std::uint16_t missing_bin = 0;    // numeric: the feature's missing bin
-  double threshold = 0;             // numeric: values <= threshold go left (the bin's bound)
-  std::int32_t bitset_begin = 0;    // categorical: words [bitset_begin, bitset_end) of the
-  std::int32_t bitset_end = 0;      //   tree's bitsets: bit b set = bin b goes left
-  std::int32_t left = 0;            // child: >= 0 a node, < 0 the leaf ~child
-  std::int32_t right = 0;
+  // Categorical nodes: bit b of the tree's bitset words [begin, end) set = bin b goes left.
+  struct BitsetRange {
+    std::int32_t begin;
+    std::int32_t end;
+  };
   double gain = 0;  // loss reduction of this split
+  union {
+    double threshold = 0;  // numeric: values <= threshold go left (the bin's bound)
+    BitsetRange bitset;    // categorical
+  };
+  std::int32_t left = 0;  // child: >= 0 a node, < 0 the leaf ~child
+  std::int32_t right = 0;
+  std::uint16_t threshold_bin = 0;     // numeric: value bins <= threshold_bin go left
+  std::uint16_t missing_bin = 0;       // numeric: the feature's missing bin
+  std::uint32_t feature : 30 = 0;      // index in the bin mapper's features (numeric first)
+  std::uint32_t categorical : 1 = 0;   // 1: a categorical split (bitset), 0: numeric (threshold)
+  std::uint32_t default_left : 1 = 0;  // numeric: where missing values go
 };
+static_assert(sizeof(TreeNode) == 32, "a tree node is 32 bytes");
 
 class Tree {
  public:
   // A single-leaf tree of value `value`.
-  explicit Tree(double value = 0) : leaf_values_{value}, leaf_depths_{0} {}
+  explicit Tree(double value = 0) : leaf_values_{value} {}
 
   // Splits leaf `leaf` by `node` (its children fields are filled here); the left child keeps
   // index `leaf`, the right child is the new last leaf. Returns the new leaf's index.
   int SplitLeaf(int leaf, TreeNode node, const std::vector<std::uint32_t>& left_bins);
+  // Drops what only growing needs (the leaves' parent links, rebuilt if the tree is split
+  // again) and spare capacity; growers call it on each finished tree.
+  void Compact();
 
   int num_leaves() const { return static_cast<int>(leaf_values_.size()); }
-  int depth() const;
+  int depth() const;  // the deepest leaf's depth (0: a single leaf)
   const std::vector<TreeNode>& nodes() const { return nodes_; }
   std::vector<double>& leaf_values() { return leaf_values_; }
   const std::vector<double>& leaf_values() const { return leaf_values_; }
@@ -57,12 +68,13 @@ class Tree {
 
  private:
   bool GoesLeftBin(const TreeNode& node, int bin) const;
+  std::vector<std::int32_t> LeafDepths() const;
 
   std::vector<TreeNode> nodes_;
   std::vector<double> leaf_values_;
   std::vector<std::uint32_t> bitsets_;
-  std::vector<int> leaf_depths_;
-  std::vector<std::int32_t> leaf_parent_;  // node whose child the leaf is (-1 for the root)
+  std::vector<std::int32_t> leaf_parent_;  // while growing: node whose child the leaf is
+                                           // (-1 for the root)
 };
 
 }  // namespace tabforge::tree
