@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GBM on Adult: tabforge's gbm_bench beside LightGBM and XGBoost (hist) in the same run.
 
-    python3 bench/gbm_peers.py [--build build/release] [--threads 2]   (needs lightgbm, xgboost,
+    python3 bench/gbm_peers.py [--build build/release]   (GBM_THREADS, default 2; needs lightgbm, xgboost,
                                                                         pandas from PyPI)
 Configurations (the GBM issue's accuracy bars):
   defaults  100 rounds, 31 leaves, learning rate 0.1
