@@ -216,7 +216,7 @@ void AddPredictorCommands(CLI::App& app) {
   }
   {
     struct Args {
-      std::string model, data, output;
+      std::string model, data, output, model_name;
       bool proba = false;
       int cpus = 0;
     };
@@ -228,12 +228,14 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_flag("--proba", args->proba, "Write class probabilities, one column per class");
     command->add_option("-o,--output", args->output, "CSV to write")->required();
     command->add_option("--cpus", args->cpus, "Threads (default: all)");
+    command->add_option("--model-name", args->model_name,
+                        "Predict with this model of the leaderboard (default: the best)");
     command->callback([args] {
       const TabularPredictor predictor = TabularPredictor::load(args->model);
       const data::Table table = ReadTable(args->data, args->cpus);
       std::string out;
       if (args->proba) {
-        const ProbabilityTable proba = predictor.predict_proba(table);
+        const ProbabilityTable proba = predictor.predict_proba(table, args->model_name);
         std::vector<std::string> header;
         for (const std::string& name : proba.classes) header.push_back(CsvField(name));
         out = Join(header, ",") + "\n";
@@ -246,7 +248,7 @@ void AddPredictorCommands(CLI::App& app) {
           out += '\n';
         }
       } else {
-        const PredictionColumn column = predictor.predict(table);
+        const PredictionColumn column = predictor.predict(table, args->model_name);
         out = CsvField(predictor.label()) + "\n";
         for (const std::string& label : column.labels) out += CsvField(label) + "\n";
         for (double value : column.values) fmt::format_to(std::back_inserter(out), "{}\n", value);
@@ -256,7 +258,7 @@ void AddPredictorCommands(CLI::App& app) {
   }
   {
     struct Args {
-      std::string model, data;
+      std::string model, data, model_name;
       bool json = false;
     };
     auto args = std::make_shared<Args>();
@@ -264,10 +266,12 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_option("-m,--model", args->model, "Model directory (from fit)")->required();
     command->add_option("--data", args->data, "Labelled table: file path or URL")->required();
     command->add_flag("--json", args->json, "Print the metrics as JSON");
+    command->add_option("--model-name", args->model_name,
+                        "Score this model of the leaderboard (default: the best)");
     command->callback([args] {
       const TabularPredictor predictor = TabularPredictor::load(args->model);
       const data::Table table = ReadTable(args->data, 0);
-      PrintEvaluation(predictor.evaluate(table), args->json);
+      PrintEvaluation(predictor.evaluate(table, args->model_name), args->json);
     });
   }
   {

@@ -19,7 +19,10 @@ struct EnsembleWeights {
 };
 
 // `members[m]` holds row-major n x outputs predictions (class probabilities or values) for
-// the same n rows, whose `labels` are class indices or targets. Ties go to the lowest member.
+// the same n rows, whose `labels` are class indices or targets. A metric that reads only the
+// predicted labels (accuracy, f1, ...) ties often; its ties, between members at a step and
+// between prefixes, go to the lower log loss, so that among equally accurate blends the better
+// calibrated one is kept. Other ties go to the lowest member and the shortest prefix.
 EnsembleWeights SelectEnsemble(const std::vector<std::span<const double>>& members, int outputs,
                                std::span<const double> labels, const std::string& metric,
                                int ensemble_size = 25);

@@ -181,11 +181,26 @@ TEST(Cli, FitPredictEvaluateLeaderboardSummaryOnTitanic) {
   EXPECT_GT(metrics.at("accuracy").get<double>(), 0.8);
   EXPECT_GT(metrics.at("roc_auc").get<double>(), 0.85);
 
-  CommandResult board = Tabforge("leaderboard -m " + dir + "/model --json");
+  CommandResult board = Tabforge("leaderboard -m " + dir + "/model --data " + data + " --json");
   ASSERT_EQ(board.status, 0) << board.output;
   const nlohmann::json rows = nlohmann::json::parse(board.output);
   ASSERT_GE(rows.size(), 2u);
   EXPECT_TRUE(rows[0].contains("score_val"));
+  // --model-name scores (and predicts with) one model of the leaderboard: its accuracy is the
+  // leaderboard's score_test for it.
+  for (const nlohmann::json& row : rows) {
+    const std::string name = row.at("model").get<std::string>();
+    CommandResult one =
+        Tabforge("evaluate -m " + dir + "/model --data " + data + " --json --model-name " + name);
+    ASSERT_EQ(one.status, 0) << one.output;
+    EXPECT_NEAR(nlohmann::json::parse(one.output).at("accuracy").get<double>(),
+                row.at("score_test").get<double>(), 1e-9)
+        << name;
+  }
+  CommandResult unknown = Tabforge("predict -m " + dir + "/model --data " + data + " -o " + dir +
+                                   "/x.csv --model-name NoSuchModel");
+  EXPECT_EQ(unknown.status, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("the models are:"), std::string::npos) << unknown.output;
   CommandResult summary = Tabforge("summary -m " + dir + "/model");
   ASSERT_EQ(summary.status, 0) << summary.output;
   EXPECT_NE(summary.output.find("best model:"), std::string::npos) << summary.output;

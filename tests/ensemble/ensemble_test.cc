@@ -117,5 +117,34 @@ TEST(WeightedEnsemble, WeightsSumToOneAndScoreAtLeastTheBestMember) {
   }
 }
 
+// Accuracy ties between blends with the same argmax: the better calibrated blend is kept. Two
+// members predict the same classes on every row (so every blend has the same accuracy), one
+// confident (0.9) and one hedging (0.55). With plain ties the first member, the hedging one,
+// would take every step. The log-loss tie-break starts from the confident one and keeps the
+// prefix of lowest log loss: mostly the confident member, with a little hedging, which softens
+// the one row both get wrong.
+TEST(WeightedEnsemble, AccuracyTiesGoToTheLowerLogLoss) {
+  const std::vector<double> labels = {1, 0, 1, 1, 0, 0, 1, 0};
+  std::vector<double> hedging, confident;
+  for (std::size_t row = 0; row < labels.size(); ++row) {
+    // Row 7 is wrong for both (same argmax), the others right.
+    const bool says_one = (labels[row] == 1) != (row == 7);
+    hedging.push_back(says_one ? 0.45 : 0.55);
+    hedging.push_back(says_one ? 0.55 : 0.45);
+    confident.push_back(says_one ? 0.1 : 0.9);
+    confident.push_back(says_one ? 0.9 : 0.1);
+  }
+  const std::vector<std::span<const double>> members = {hedging, confident};
+  const EnsembleWeights weights = SelectEnsemble(members, 2, labels, "accuracy");
+  EXPECT_DOUBLE_EQ(weights.score, 7.0 / 8.0);
+  EXPECT_GT(weights.weights[1], 0.8);
+  const std::vector<double> blended = BlendPredictions(members, weights.weights);
+  EXPECT_LE(metrics::Score("log_loss", labels, {blended, 2}),
+            metrics::Score("log_loss", labels, {confident, 2}));
+  // log_loss is itself the metric: no tie-break applies, the lower loss wins outright.
+  const EnsembleWeights by_loss = SelectEnsemble(members, 2, labels, "log_loss");
+  EXPECT_GT(by_loss.weights[1], by_loss.weights[0]);
+}
+
 }  // namespace
 }  // namespace tabforge::ensemble
