@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "automl/dynamic_stacking.h"
 #include "automl/presets.h"
 #include "core/context.h"
 #include "core/error.h"
@@ -42,7 +43,8 @@ namespace {
 constexpr int kSchemaVersion = 2;
 constexpr std::string_view kManifestFormat = "tabforge-predictor";
 constexpr std::uint64_t kHoldoutStream = 0x686f6c64;  // "hold"
-constexpr double kMinModelSeconds = 0.5;  // a model is not started with less time than this
+constexpr double kMinModelSeconds = 0.5;      // a model is not started with less time than this
+constexpr double kStackingCheckShare = 0.25;  // of the time left, for dynamic stacking's check
 
 // One entry of the leaderboard: a model (a group of fitted models averaged: the folds of a
 // bag, or one) or a weighted ensemble of other entries.
@@ -370,7 +372,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       automl::GetPreset(options.presets.empty() ? "medium_quality" : options.presets);
   const int folds = options.num_bag_folds >= 0 ? options.num_bag_folds : preset.num_bag_folds;
   const int sets = options.num_bag_sets >= 0 ? options.num_bag_sets : preset.num_bag_sets;
-  const int stack_levels =
+  int stack_levels =
       options.num_stack_levels >= 0 ? options.num_stack_levels : preset.num_stack_levels;
   const bool refit = options.refit_full >= 0 ? options.refit_full == 1 : preset.refit_full;
   if (folds == 1) {
@@ -423,6 +425,35 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.Log(2, "tabforge {}: fitting a {} problem on {} rows ({} without a label dropped), metric {}",
         TABFORGE_VERSION_STRING, ProblemTypeName(s.problem_type), train.num_rows(),
         train_table.num_rows() - train.num_rows(), s.eval_metric);
+
+  // Dynamic stacking: a stacked fit first checks on held-out rows that stacking helps here.
+  nlohmann::json stacking_record = nullptr;
+  const bool check_stacking =
+      stack_levels > 0 &&
+      (options.dynamic_stacking >= 0 ? options.dynamic_stacking == 1 : preset.dynamic_stacking);
+  if (check_stacking) {
+    PredictorOptions resolved = s.options;
+    resolved.problem_type = std::string(ProblemTypeName(s.problem_type));
+    resolved.eval_metric = s.eval_metric;
+    FitOptions stack_options = options;
+    stack_options.presets = preset.name;
+    stack_options.num_bag_folds = folds;
+    stack_options.num_bag_sets = sets;
+    stack_options.num_stack_levels = stack_levels;
+    s.Log(2, "dynamic stacking: fitting the stack on 8/9 of the rows{} to check it on the rest",
+          options.time_limit > 0
+              ? fmt::format(" within {:.0f} s", kStackingCheckShare * deadline.SecondsLeft())
+              : std::string());
+    const automl::StackingCheck check = automl::CheckStacking(
+        train, s.label, resolved, stack_options, deadline, kStackingCheckShare, s.seed);
+    s.Log(2, "{}", check.note);
+    if (check.stacked_overfitting) stack_levels = 0;
+    stacking_record = {{"ran", check.ran},
+                       {"stacked_overfitting", check.stacked_overfitting},
+                       {"holdout_rows", check.holdout_rows},
+                       {"seconds", check.seconds},
+                       {"note", check.note}};
+  }
   features::PipelineOptions pipeline_options;
   pipeline_options.num_threads = s.threads;
   s.BeginStaging();
@@ -622,7 +653,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     // The weighted ensemble of this level's models.
     Stopwatch watch;
     Entry ensemble_entry;
-    ensemble_entry.name = fmt::format("WeightedEnsemble_L{}", level + 1);
+    ensemble_entry.name = fmt::format("{}_L{}", automl::kEnsemblePrefix, level + 1);
     ensemble_entry.ensemble = true;
     ensemble_entry.level = level + 1;
     ensemble_entry.fit_order = ++fit_order;
@@ -672,6 +703,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                   {"num_bag_folds", folds},
                   {"num_bag_sets", sets},
                   {"num_stack_levels", stack_levels},
+                  {"dynamic_stacking", stacking_record},
                   {"holdout_frac", holdout_frac},
                   {"tuning_data", options.tuning_data != nullptr},
                   {"refit_full", refit},
@@ -945,6 +977,10 @@ std::string TabularPredictor::fit_summary() const {
         s.fit_record["num_bag_folds"].get<int>() == 0
             ? fmt::format(", holdout {:.3f}", s.fit_record["holdout_frac"].get<double>())
             : std::string());
+    const nlohmann::json stacking = s.fit_record.value("dynamic_stacking", nlohmann::json());
+    if (stacking.is_object()) {
+      out += fmt::format("  dynamic stacking: {}\n", stacking.value("note", std::string()));
+    }
   }
   int trained = 0;
   std::string failed;

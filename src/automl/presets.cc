@@ -64,6 +64,7 @@ Preset GetPreset(const std::string& name) {
   preset.num_bag_sets = object.value("num_bag_sets", 1);
   preset.num_stack_levels = object.value("num_stack_levels", 0);
   preset.refit_full = object.value("refit_full", false);
+  preset.dynamic_stacking = object.value("dynamic_stacking", false);
   preset.hyperparameters = object.value("hyperparameters", "default");
   return preset;
 }
@@ -173,6 +174,12 @@ std::vector<ModelConfig> ParseHyperparameters(const std::string& text, const mod
         params.erase("ag_args_fit");
       }
       if (!applies) continue;
+      if (config.name.starts_with(kEnsemblePrefix)) {
+        throw InvalidInput(fmt::format(
+            "{}: {} configuration {} is named '{}'; names starting with {} are the weighted "
+            "ensembles'; choose another ag_args name or name_suffix",
+            what, family_key, index + 1, config.name, kEnsemblePrefix));
+      }
       config.params_json = params.dump();
       try {
         family.create(config.params_json, task);

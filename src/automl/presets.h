@@ -26,12 +26,17 @@ struct Preset {
   int num_bag_sets = 1;
   int num_stack_levels = 0;
   bool refit_full = false;
-  std::string hyperparameters;  // a hyperparameter set's name
+  bool dynamic_stacking = false;  // check on a holdout whether stacking overfits (FitOptions)
+  std::string hyperparameters;    // a hyperparameter set's name
 };
 
 // The preset called `name`; throws InvalidInput listing the presets.
 Preset GetPreset(const std::string& name);
 std::vector<std::string> PresetNames();
+
+// The weighted ensembles' names start with this (WeightedEnsemble_L2, ...); no configuration
+// may take such a name.
+inline constexpr std::string_view kEnsemblePrefix = "WeightedEnsemble";
 
 // One model configuration of the portfolio.
 struct ModelConfig {

@@ -111,6 +111,7 @@ struct FitArgs {
   double holdout_frac = -1;
   int num_bag_folds = -1, num_bag_sets = -1, num_stack_levels = -1, cpus = 0;
   std::string gpus = "auto";
+  std::string dynamic_stacking = "auto";
   double gpu_memory_fraction = 0.9;
   bool refit_full = false;
   std::uint64_t seed = 0;
@@ -133,6 +134,9 @@ void RunFit(const FitArgs& args) {
   fit.num_stack_levels = args.num_stack_levels;
   fit.holdout_frac = args.holdout_frac;
   if (args.refit_full) fit.refit_full = 1;
+  fit.dynamic_stacking = args.dynamic_stacking == "auto"   ? -1
+                         : args.dynamic_stacking == "true" ? 1
+                                                           : 0;
   fit.num_cpus = args.cpus;
   if (args.gpus == "auto") {
     fit.num_gpus = -1;
@@ -199,6 +203,11 @@ void AddPredictorCommands(CLI::App& app) {
     command->add_option("--num-bag-folds", args->num_bag_folds, "k-fold bagging (0: holdout)");
     command->add_option("--num-bag-sets", args->num_bag_sets, "Repeats of the k-fold bagging");
     command->add_option("--num-stack-levels", args->num_stack_levels, "Stack levels above L1");
+    command
+        ->add_option("--dynamic-stacking", args->dynamic_stacking,
+                     "Check on held-out rows that stacking helps before a stacked fit: auto "
+                     "(as the preset says), true, false")
+        ->check(CLI::IsMember({"auto", "true", "false"}));
     command->add_option("--holdout-frac", args->holdout_frac,
                         "Holdout fraction (default: by rows)");
     command->add_flag("--refit-full", args->refit_full,
