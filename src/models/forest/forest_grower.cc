@@ -22,6 +22,12 @@ void SetBit(std::vector<std::uint32_t>& bits, int bin) {
   bits[word] |= 1u << (bin % 32);
 }
 
+// A uniform integer in [0, span) from a stream's key: RandomBelow's value, the key hoisted.
+std::uint64_t KeyedBelow(std::uint64_t key, std::uint64_t counter, std::uint64_t span) {
+  const auto value = static_cast<std::uint64_t>(KeyedUniform(key, counter) * double(span));
+  return value < span ? value : span - 1;
+}
+
 bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
   const auto word = static_cast<std::size_t>(bin / 32);
   return word < bits.size() && ((bits[word] >> (bin % 32)) & 1u);
@@ -155,11 +161,10 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
   // draw), as the first bin whose bound reaches it; with one value, values against missing.
   int threshold = high_bin;
   if (low_bin < high_bin) {
-    const std::uint64_t stream = kThresholdStream ^ Mix64(tree_index_);
     const double low = feature_bins.upper_bounds[low_bin];
     const double high = feature_bins.upper_bounds[high_bin - 1];
     const double drawn =
-        low + (high - low) * RandomUniform(seed_, stream, node_key * 4099 + std::uint64_t(feature));
+        low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
     threshold =
         static_cast<int>(std::lower_bound(feature_bins.upper_bounds.begin() + low_bin,
                                           feature_bins.upper_bounds.begin() + high_bin - 1, drawn) -
@@ -292,16 +297,15 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   const int last = missing_bin >= 0 ? values - 1 : values - 2;
   int only_cut = -1;
   if (spec_.extra_trees) {
-    const std::uint64_t stream = kThresholdStream ^ Mix64(tree_index_);
     const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
     if (categorical || values < 2) {
-      only_cut = static_cast<int>(RandomBelow(seed_, stream, counter, std::uint64_t(last) + 1));
+      only_cut = static_cast<int>(KeyedBelow(threshold_key_, counter, std::uint64_t(last) + 1));
     } else {
       // A threshold drawn uniformly between the node's smallest and largest value boundaries
       // (scikit-learn draws it between the node's smallest and largest value).
       const double low = feature_bins.upper_bounds[used_[0]];
       const double high = feature_bins.upper_bounds[used_[values - 2]];
-      const double drawn = low + (high - low) * RandomUniform(seed_, stream, counter);
+      const double drawn = low + (high - low) * KeyedUniform(threshold_key_, counter);
       only_cut = 0;
       while (only_cut < values - 2 && feature_bins.upper_bounds[used_[only_cut]] < drawn) {
         ++only_cut;
@@ -395,12 +399,11 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // Features in a random order (Fisher-Yates, drawn as far as needed).
   const int features = static_cast<int>(feature_order_.size());
   for (int feature = 0; feature < features; ++feature) feature_order_[feature] = feature;
-  const std::uint64_t stream = kFeatureOrderStream ^ Mix64(tree_index_);
   int varying = 0;
   for (int at = 0; at < features; ++at) {
     if (varying >= spec_.features_per_node && best.split.valid()) break;
     const std::uint64_t pick =
-        at + RandomBelow(seed_, stream, node_key * 65537 + at, std::uint64_t(features - at));
+        at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
     std::swap(feature_order_[at], feature_order_[pick]);
     const int feature = feature_order_[at];
     if (constant[feature]) continue;
@@ -429,6 +432,8 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
                                   std::vector<double>& leaf_outputs) {
   seed_ = seed;
   tree_index_ = tree_index;
+  order_key_ = StreamKey(seed, kFeatureOrderStream ^ Mix64(tree_index));
+  threshold_key_ = StreamKey(seed, kThresholdStream ^ Mix64(tree_index));
   weights_ = weights;
   order_.swap(rows);
   spare_.resize(order_.size());

@@ -76,7 +76,9 @@ class ForestTreeGrower {
   int width_ = 2;  // statistics per bin: classes, or (weight, weighted target)
   std::uint64_t seed_ = 0;
   std::uint64_t tree_index_ = 0;
-  double root_weight_ = 1;  // the tree's total row weight (min_impurity_decrease's scale)
+  std::uint64_t order_key_ = 0;      // the tree's feature-order stream (core/random.h keys)
+  std::uint64_t threshold_key_ = 0;  // the tree's threshold stream
+  double root_weight_ = 1;           // the tree's total row weight (min_impurity_decrease's scale)
   // Scratch, reused: the node's row weights and classes (or targets) in row order, per-bin
   // sums and row counts (zero between uses), the bins the node uses, a partition buffer.
   std::vector<std::int32_t> order_;
