@@ -154,6 +154,26 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
     best_distance[slot] = distance;
     best[slot] = static_cast<std::int32_t>(candidate);
   };
+  // Offers query `row` the references [start, start + width) at squared distances `sum`.
+  // Chunks with no distance under the list's worst are skipped after one count.
+  auto select = [&](std::int64_t row, const float* sum, std::int64_t start, std::int64_t width) {
+    std::int32_t* best = indices.data() + row * keep;
+    float* best_distance = distances.data() + row * keep;
+    constexpr std::int64_t kChunk = 16;
+    for (std::int64_t chunk = 0; chunk < width; chunk += kChunk) {
+      const std::int64_t stop = std::min(width, chunk + kChunk);
+      const float worst = best_distance[keep - 1];
+      int closer = 0;
+      for (std::int64_t at = chunk; at < stop; ++at) closer += sum[at] < worst;
+      if (closer == 0) continue;
+      for (std::int64_t at = chunk; at < stop; ++at) {
+        if (!(sum[at] < best_distance[keep - 1])) continue;
+        const std::int64_t candidate = start + at;
+        if (skip_self && candidate == row) continue;
+        offer(best, best_distance, sum[at], candidate);
+      }
+    }
+  };
   if (dims <= kDirectDims) {
     // Few dimensions: the products would write far more than they compute, so distances are
     // summed directly, dimension by dimension over a block of references held column-major.
@@ -174,23 +194,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
           for (std::int64_t row = first; row < first + count; ++row) {
             float* sum = sums.data();
             distance_row(query.data() + row * dims, columns.data() + start, references, width, sum);
-            std::int32_t* best = indices.data() + row * keep;
-            float* best_distance = distances.data() + row * keep;
-            // Chunks with no distance under the list's worst are skipped after one count.
-            constexpr std::int64_t kChunk = 16;
-            for (std::int64_t chunk = 0; chunk < width; chunk += kChunk) {
-              const std::int64_t stop = std::min(width, chunk + kChunk);
-              const float worst = best_distance[keep - 1];
-              int closer = 0;
-              for (std::int64_t at = chunk; at < stop; ++at) closer += sum[at] < worst;
-              if (closer == 0) continue;
-              for (std::int64_t at = chunk; at < stop; ++at) {
-                if (!(sum[at] < best_distance[keep - 1])) continue;
-                const std::int64_t candidate = start + at;
-                if (skip_self && candidate == row) continue;
-                offer(best, best_distance, sum[at], candidate);
-              }
-            }
+            select(row, sum, start, width);
           }
         }
       }
@@ -203,6 +207,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
 #pragma omp parallel num_threads(context.Threads())
   {
     RowMatrix tile;
+    std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t first = block * kQueryBlock;
@@ -212,19 +217,15 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
       for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
         const std::int64_t width = std::min(kReferenceBlock, references - start);
         tile.noalias() = query_block * all_reference.middleRows(start, width).transpose();
+        const float* norms = reference_norms.data() + start;
         for (std::int64_t at = 0; at < count; ++at) {
-          const std::int64_t row = first + at;
-          std::int32_t* best = indices.data() + row * keep;
-          float* best_distance = distances.data() + row * keep;
           const float* dots = tile.data() + at * width;
+          const float query_norm = query_norms[at];
+          float* sum = sums.data();
           for (std::int64_t column = 0; column < width; ++column) {
-            const std::int64_t candidate = start + column;
-            if (skip_self && candidate == row) continue;
-            const float distance =
-                std::max(0.0f, query_norms[at] + reference_norms[candidate] - 2.0f * dots[column]);
-            if (!(distance < best_distance[keep - 1])) continue;
-            offer(best, best_distance, distance, candidate);
+            sum[column] = std::max(0.0f, query_norm + norms[column] - 2.0f * dots[column]);
           }
+          select(first + at, sum, start, width);
         }
       }
     }
