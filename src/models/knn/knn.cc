@@ -1,9 +1,7 @@
-#define EIGEN_DONT_PARALLELIZE  // the query blocks are spread over the threads instead
 #include "models/knn/knn.h"
 
 #include <fmt/format.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -14,6 +12,7 @@
 #include "core/serialize.h"
 #include "core/timer.h"
 #include "models/dense_encoder.h"
+#include "models/knn/knn_dots.h"
 #include "models/knn/knn_search.h"
 #include "models/param_json.h"
 
@@ -30,8 +29,6 @@ constexpr int kDirectDims = 10;
 // Distance pairs (queries x references) from which a granted GPU searches: below it the copies
 // and launches cost more than the CPU's products.
 constexpr double kGpuWorthwhilePairs = 2e8;
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // sum[at] = |point - reference (start + at)|^2 for at < width, the references column-major
 // (dimension d of reference r at columns[d * stride + r], `columns` already offset by start).
@@ -201,31 +198,39 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
     }
     return;
   }
-  const Eigen::Map<const RowMatrix> all_reference(reference.data(), references, dims);
-  const Eigen::Map<const RowMatrix> all_query(query.data(), queries, dims);
-  const Eigen::VectorXf reference_norms = all_reference.rowwise().squaredNorm();
+  // More dimensions: distances from dot products, |q|^2 + |r|^2 - 2 q.r, four queries at a
+  // time against a block of references held column-major (knn_dots.h).
+  std::vector<float> columns(static_cast<std::size_t>(references) * dims);
+  std::vector<float> reference_norms(static_cast<std::size_t>(references));
+  for (std::int64_t row = 0; row < references; ++row) {
+    for (int d = 0; d < dims; ++d) columns[d * references + row] = reference[row * dims + d];
+    reference_norms[row] = SquaredNorm(reference.data() + row * dims, dims, 1);
+  }
+  constexpr std::int64_t kQueryTile = 4;
 #pragma omp parallel num_threads(context.Threads())
   {
-    RowMatrix tile;
+    std::vector<float> dots(static_cast<std::size_t>(kQueryTile * kReferenceBlock));
     std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t first = block * kQueryBlock;
       const std::int64_t count = std::min(kQueryBlock, queries - first);
-      const auto query_block = all_query.middleRows(first, count);
-      const Eigen::VectorXf query_norms = query_block.rowwise().squaredNorm();
       for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
         const std::int64_t width = std::min(kReferenceBlock, references - start);
-        tile.noalias() = query_block * all_reference.middleRows(start, width).transpose();
         const float* norms = reference_norms.data() + start;
-        for (std::int64_t at = 0; at < count; ++at) {
-          const float* dots = tile.data() + at * width;
-          const float query_norm = query_norms[at];
-          float* sum = sums.data();
-          for (std::int64_t column = 0; column < width; ++column) {
-            sum[column] = std::max(0.0f, query_norm + norms[column] - 2.0f * dots[column]);
+        for (std::int64_t tile = first; tile < first + count; tile += kQueryTile) {
+          const std::int64_t rows = std::min(kQueryTile, first + count - tile);
+          Dots(query.data() + tile * dims, rows, dims, columns.data() + start, references, width,
+               dots.data());
+          for (std::int64_t at = 0; at < rows; ++at) {
+            const float query_norm = SquaredNorm(query.data() + (tile + at) * dims, dims, 1);
+            const float* row_dots = dots.data() + at * width;
+            float* sum = sums.data();
+            for (std::int64_t column = 0; column < width; ++column) {
+              sum[column] = std::max(0.0f, query_norm + norms[column] - 2.0f * row_dots[column]);
+            }
+            select(tile + at, sum, start, width);
           }
-          select(first + at, sum, start, width);
         }
       }
     }

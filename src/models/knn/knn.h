@@ -1,8 +1,9 @@
 // k-nearest neighbours (the KNN family): exact Euclidean search over the dense view of the
 // features (models/dense_encoder.h: standardised numerics, categoricals dropped or one-hot),
 // as AutoGluon's scikit-learn KNN models. Distances of a block of queries to a block of
-// reference rows come from one matrix product (|q|^2 + |r|^2 - 2 q.r, Eigen; in up to 10
-// dimensions they are summed directly, which writes less than a product), and each query
+// reference rows come from one matrix product (|q|^2 + |r|^2 - 2 q.r, knn_dots.h: AVX2 tiles
+// where the processor has them, the same bits without; in up to 10 dimensions they are summed
+// directly, which writes less than a product), and each query
 // keeps its k nearest in a bounded sorted list; ties go to the lower reference row, so the
 // neighbours do not depend on the thread count. Without bagging's folds the training rows'
 // leave-one-out predictions serve as out-of-fold ones.

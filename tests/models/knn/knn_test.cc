@@ -12,6 +12,7 @@
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
+#include "models/knn/knn_dots.h"
 #include "models/uniform_features.h"
 #include "test_support.h"
 
@@ -40,48 +41,78 @@ models::Task Multiclass() {
   return task;
 }
 
+// 5 dimensions are summed directly, 23 through dot products (knn_dots.h); 3001 references and
+// 301 queries leave partial tiles of both.
 TEST(Knn, NeighboursMatchABruteForceSearch) {
-  const int dims = 5;
-  const std::int64_t references = 3000, queries = 300;
-  std::vector<float> reference(static_cast<std::size_t>(references * dims));
-  std::vector<float> query(static_cast<std::size_t>(queries * dims));
-  for (std::size_t at = 0; at < reference.size(); ++at)
-    reference[at] = float(RandomUniform(1, 0, at));
-  for (std::size_t at = 0; at < query.size(); ++at) query[at] = float(RandomUniform(1, 1, at));
-  std::vector<std::int32_t> indices;
-  std::vector<float> distances;
-  NearestNeighbors(reference, references, query, queries, dims, 7, false, 2, indices, distances);
-  ASSERT_EQ(indices.size(), std::size_t(queries * 7));
-  int differing = 0;
-  for (std::int64_t q = 0; q < queries; ++q) {
-    std::vector<std::pair<double, int>> exact;
-    for (std::int64_t r = 0; r < references; ++r) {
-      double sum = 0;
-      for (int d = 0; d < dims; ++d) {
-        const double diff = double(query[q * dims + d]) - reference[r * dims + d];
-        sum += diff * diff;
+  for (const int dims : {5, 23}) {
+    SCOPED_TRACE(dims);
+    const std::int64_t references = 3001, queries = 301;
+    std::vector<float> reference(static_cast<std::size_t>(references * dims));
+    std::vector<float> query(static_cast<std::size_t>(queries * dims));
+    for (std::size_t at = 0; at < reference.size(); ++at)
+      reference[at] = float(RandomUniform(1, 0, at));
+    for (std::size_t at = 0; at < query.size(); ++at) query[at] = float(RandomUniform(1, 1, at));
+    std::vector<std::int32_t> indices;
+    std::vector<float> distances;
+    NearestNeighbors(reference, references, query, queries, dims, 7, false, 2, indices, distances);
+    ASSERT_EQ(indices.size(), std::size_t(queries * 7));
+    int differing = 0;
+    for (std::int64_t q = 0; q < queries; ++q) {
+      std::vector<std::pair<double, int>> exact;
+      for (std::int64_t r = 0; r < references; ++r) {
+        double sum = 0;
+        for (int d = 0; d < dims; ++d) {
+          const double diff = double(query[q * dims + d]) - reference[r * dims + d];
+          sum += diff * diff;
+        }
+        exact.push_back({sum, static_cast<int>(r)});
       }
-      exact.push_back({sum, static_cast<int>(r)});
+      std::partial_sort(exact.begin(), exact.begin() + 7, exact.end());
+      for (int k = 0; k < 7; ++k) {
+        EXPECT_NEAR(distances[q * 7 + k], exact[k].first, 1e-4);
+        differing += indices[q * 7 + k] != exact[k].second;
+      }
     }
-    std::partial_sort(exact.begin(), exact.begin() + 7, exact.end());
-    for (int k = 0; k < 7; ++k) {
-      EXPECT_NEAR(distances[q * 7 + k], exact[k].first, 1e-4);
-      differing += indices[q * 7 + k] != exact[k].second;
+    // Float distances may swap neighbours whose distances agree to rounding; almost never.
+    EXPECT_LE(differing, 4);
+    // The same neighbours with one thread.
+    std::vector<std::int32_t> one_thread;
+    std::vector<float> one_distances;
+    NearestNeighbors(reference, references, query, queries, dims, 7, false, 1, one_thread,
+                     one_distances);
+    EXPECT_EQ(one_thread, indices);
+    // Leave-one-out on the references never returns the row itself.
+    NearestNeighbors(reference, references, reference, references, dims, 3, true, 2, indices,
+                     distances);
+    for (std::int64_t row = 0; row < references; ++row) {
+      for (int k = 0; k < 3; ++k) ASSERT_NE(indices[row * 3 + k], row);
     }
   }
-  // Float distances may swap neighbours whose distances agree to rounding; almost never.
-  EXPECT_LE(differing, 4);
-  // The same neighbours with one thread.
-  std::vector<std::int32_t> one_thread;
-  std::vector<float> one_distances;
-  NearestNeighbors(reference, references, query, queries, dims, 7, false, 1, one_thread,
-                   one_distances);
-  EXPECT_EQ(one_thread, indices);
-  // Leave-one-out on the references never returns the row itself.
-  NearestNeighbors(reference, references, reference, references, dims, 3, true, 2, indices,
-                   distances);
-  for (std::int64_t row = 0; row < references; ++row) {
-    for (int k = 0; k < 3; ++k) ASSERT_NE(indices[row * 3 + k], row);
+}
+
+// The vector path of the dot products gives the portable path's bits (each product summed in
+// dimension order with fused multiply-adds), whatever the tile shapes left over.
+TEST(Knn, DotProductsAreTheSameOnEveryPath) {
+  std::vector<float> query(9 * 40), columns(40 * 45);
+  for (std::size_t at = 0; at < query.size(); ++at)
+    query[at] = float(RandomUniform(3, 0, at)) - 0.5f;
+  for (std::size_t at = 0; at < columns.size(); ++at) {
+    columns[at] = float(RandomUniform(3, 1, at)) - 0.5f;
+  }
+  for (int dims : {1, 3, 16, 40}) {
+    for (std::int64_t count : {1, 4, 5, 9}) {
+      for (std::int64_t width : {1, 8, 15, 16, 17, 40}) {
+        std::vector<float> fast(static_cast<std::size_t>(count * width));
+        std::vector<float> portable(fast.size());
+        Dots(query.data(), count, dims, columns.data(), 45, width, fast.data());
+        PortableDots(query.data(), count, dims, columns.data(), 45, width, portable.data());
+        ASSERT_EQ(fast, portable) << dims << " dims, " << count << " x " << width;
+        // And they are dot products.
+        double sum = 0;
+        for (int d = 0; d < dims; ++d) sum += double(query[d]) * columns[d * 45];
+        EXPECT_NEAR(fast[0], sum, 1e-5);
+      }
+    }
   }
 }
 
