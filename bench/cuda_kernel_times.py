@@ -55,7 +55,8 @@ def main():
             continue
         value = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "nsecond")
-        seconds = value * {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}[unit]
+        seconds = value * {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
+                           "ms": 1e-3, "second": 1.0, "s": 1.0}[unit]
         name = row["Kernel Name"].split("(")[0]
         totals[name] += seconds
         launches[name] += 1

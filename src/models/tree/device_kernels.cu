@@ -77,19 +77,36 @@ __global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t*
   const int cells = static_cast<int>(offsets[last] - base);
   for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
   __syncthreads();
-  const std::int64_t items = rows * group_features;
   const std::int32_t* block_rows = order + begin + first_row;
-  for (std::int64_t item = threadIdx.x; item < items; item += blockDim.x) {
-    const int position = static_cast<int>(item / group_features);
-    const int feature = first + static_cast<int>(item - std::int64_t(position) * group_features);
-    const std::int32_t row = block_rows[position];
+  auto add = [&](std::int32_t row, int feature, int cell_base) {
     const GradientPair pair = pairs[row];
-    const int cell = static_cast<int>(offsets[feature] - base) + BinOf(bins, stride, row, feature);
-    std::uint32_t* at = words + 4 * cell;
+    std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
     atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
     atomicAdd(at + 1, 1u);
     atomicAdd(at + 2, pair.hessian & 0xffffu);
     atomicAdd(at + 3, pair.hessian >> 16);
+  };
+  if (group_features <= static_cast<int>(blockDim.x)) {
+    // Thread t takes feature t % group_features of every (blockDim.x / group_features)-th
+    // row: consecutive threads read one row's consecutive bins, and no division is left in
+    // the loop.
+    const int rows_per_pass = static_cast<int>(blockDim.x) / group_features;
+    const int row_lane = static_cast<int>(threadIdx.x) / group_features;
+    const int feature = first + static_cast<int>(threadIdx.x) % group_features;
+    if (row_lane < rows_per_pass) {
+      const int cell_base = static_cast<int>(offsets[feature] - base);
+      for (int position = row_lane; position < static_cast<int>(rows); position += rows_per_pass) {
+        add(block_rows[position], feature, cell_base);
+      }
+    }
+  } else {
+    // More features than threads (narrow ones): items (row, feature) in turn.
+    const int items = static_cast<int>(rows) * group_features;
+    for (int item = static_cast<int>(threadIdx.x); item < items; item += blockDim.x) {
+      const int position = item / group_features;
+      const int feature = first + (item - position * group_features);
+      add(block_rows[position], feature, static_cast<int>(offsets[feature] - base));
+    }
   }
   __syncthreads();
   Word* out = split.smaller + 2 * base;
@@ -360,16 +377,24 @@ __device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& ru
   return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
 }
 
-// Split blockIdx.y's rows go to spare: left ones from begin, right ones from begin + lefts,
-// each warp taking its slots with one atomic per side.
+// Split blockIdx.y's rows go to spare: left ones from begin, right ones from begin + lefts.
+// Each pass of a block over blockDim.x rows takes its slots with one atomic per side (the
+// warps' counts scanned in shared memory), not one per warp: the root of a large problem
+// otherwise queues every warp of the grid on the same two counters.
 template <typename Bin>
 __global__ void PartitionKernel(const Bin* bins, int stride, const BatchSplit* splits,
                                 const std::int32_t* order, std::int32_t* spare,
                                 unsigned long long* cursors) {
   const BatchSplit& split = splits[blockIdx.y];
   if (!split.partition) return;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ unsigned warp_lefts[kWarps];
+  __shared__ unsigned warp_rights[kWarps];
+  __shared__ unsigned long long bases[2];
+  const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const unsigned below = (1u << lane) - 1u;
+  // The same trip count for every thread of the block (the barriers need it).
   for (std::int64_t start = split.begin + blockIdx.x * std::int64_t(blockDim.x); start < split.end;
        start += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t position = start + threadIdx.x;
@@ -378,19 +403,33 @@ __global__ void PartitionKernel(const Bin* bins, int stride, const BatchSplit* s
     const bool left = present && GoesLeft(bins, stride, split.rule, row);
     const unsigned lefts = __ballot_sync(0xffffffffu, left);
     const unsigned rights = __ballot_sync(0xffffffffu, present && !left);
-    unsigned long long left_base = 0;
-    unsigned long long right_base = 0;
     if (lane == 0) {
-      if (lefts != 0) left_base = atomicAdd(&cursors[2 * blockIdx.y], __popc(lefts));
-      if (rights != 0) right_base = atomicAdd(&cursors[2 * blockIdx.y + 1], __popc(rights));
+      warp_lefts[warp] = __popc(lefts);
+      warp_rights[warp] = __popc(rights);
     }
-    left_base = __shfl_sync(0xffffffffu, left_base, 0);
-    right_base = __shfl_sync(0xffffffffu, right_base, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned left_total = 0;
+      unsigned right_total = 0;
+      for (int at = 0; at < kWarps; ++at) {
+        const unsigned warp_left = warp_lefts[at];
+        const unsigned warp_right = warp_rights[at];
+        warp_lefts[at] = left_total;
+        warp_rights[at] = right_total;
+        left_total += warp_left;
+        right_total += warp_right;
+      }
+      bases[0] = left_total != 0 ? atomicAdd(&cursors[2 * blockIdx.y], left_total) : 0;
+      bases[1] = right_total != 0 ? atomicAdd(&cursors[2 * blockIdx.y + 1], right_total) : 0;
+    }
+    __syncthreads();
     if (present) {
-      const std::int64_t at = left ? std::int64_t(left_base) + __popc(lefts & below)
-                                   : std::int64_t(right_base) + __popc(rights & below);
+      const std::int64_t at =
+          left ? std::int64_t(bases[0] + warp_lefts[warp]) + __popc(lefts & below)
+               : std::int64_t(bases[1] + warp_rights[warp]) + __popc(rights & below);
       spare[at] = row;
     }
+    __syncthreads();  // the shared counts are rewritten by the next pass
   }
 }
 
