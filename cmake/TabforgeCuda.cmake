@@ -40,17 +40,15 @@ function(tabforge_cuda_target target)
   target_link_libraries(${target} PRIVATE tabforge_device)
 endfunction()
 
-# tabforge_cuda_sources(target CUDA file... [CPU_ONLY file...] [CUBLAS]): in the CUDA build the
-# CUDA files join `target` with tabforge_cuda_target's flags (and cuBLAS when CUBLAS is given);
-# in a CPU-only build the CPU_ONLY files, which answer "no CUDA in this build", join instead.
+# tabforge_cuda_sources(target CUDA file... [CPU_ONLY file...]): in the CUDA build the CUDA
+# files join `target` with tabforge_cuda_target's flags; in a CPU-only build the CPU_ONLY files,
+# which answer "no CUDA in this build", join instead. cuBLAS is not linked: the device library
+# opens it at run time (device/cublas_library.h).
 function(tabforge_cuda_sources target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "CUBLAS" "" "CUDA;CPU_ONLY")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "CUDA;CPU_ONLY")
   if(TABFORGE_WITH_CUDA)
     target_sources(${target} PRIVATE ${arg_CUDA})
     tabforge_cuda_target(${target})
-    if(arg_CUBLAS)
-      target_link_libraries(${target} PRIVATE CUDA::cublas)
-    endif()
   elseif(arg_CPU_ONLY)
     target_sources(${target} PRIVATE ${arg_CPU_ONLY})
   endif()

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "device/cublas_library.h"
 
 namespace tabforge::device {
 
@@ -17,8 +18,9 @@ inline void CheckCublas(cublasStatus_t status, const char* call) {
 
 class CublasHandle {
  public:
-  CublasHandle() { CheckCublas(cublasCreate(&handle_), "cublasCreate"); }
-  ~CublasHandle() { cublasDestroy(handle_); }
+  // Throws CudaError when cuBLAS cannot be loaded (CublasUnavailable says why).
+  CublasHandle() { CheckCublas(Cublas().create(&handle_), "cublasCreate"); }
+  ~CublasHandle() { Cublas().destroy(handle_); }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }

@@ -29,6 +29,10 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
     why = info.problem;
     return false;
   }
+  if (!device::CublasUnavailable().empty()) {
+    why = device::CublasUnavailable();
+    return false;
+  }
   const std::int64_t available = skip_self ? references - 1 : references;
   const int keep =
       static_cast<int>(std::min<std::int64_t>(k, std::max<std::int64_t>(available, 0)));
@@ -68,7 +72,8 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
   TFG_CUDA_CHECK(cudaSetDevice(device_id));
   device_name = fmt::format("cuda:{} {}", device_id, info.name);
   CublasHandle cublas;
-  CheckCublas(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  CheckCublas(device::Cublas().set_math_mode(cublas.get(), CUBLAS_PEDANTIC_MATH),
+              "cublasSetMathMode");
   DeviceArray<float> d_reference, d_reference_norms(static_cast<std::size_t>(references));
   device::Upload(d_reference, reference.data(), reference.size());
   kernels::SquaredNorms(d_reference.data(), references, dims, d_reference_norms.data());
@@ -91,11 +96,12 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
       const std::int64_t width = std::min(tile, references - start);
       // dots (count x width, column-major) = Q^T R: both are row-major rows, that is
       // column-major dims x rows.
-      CheckCublas(cublasSgemm(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
-                              static_cast<int>(width), dims, &one, d_query.data(), dims,
-                              d_reference.data() + start * dims, dims, &zero, d_dots.data(),
-                              static_cast<int>(count)),
-                  "cublasSgemm");
+      CheckCublas(
+          device::Cublas().sgemm(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                                 static_cast<int>(width), dims, &one, d_query.data(), dims,
+                                 d_reference.data() + start * dims, dims, &zero, d_dots.data(),
+                                 static_cast<int>(count)),
+          "cublasSgemm");
       kernels::SelectNeighbors(d_dots.data(), count, width, d_query_norms.data(),
                                d_reference_norms.data() + start, start, first, skip_self, keep,
                                d_best.data(), d_best_index.data());

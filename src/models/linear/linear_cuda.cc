@@ -24,7 +24,8 @@ class CudaDesign final : public DeviceDesign {
         outputs_(outputs),
         loss_(loss),
         device_name_(std::move(device_name)) {
-    CheckCublas(cublasSetMathMode(cublas_.get(), CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    CheckCublas(device::Cublas().set_math_mode(cublas_.get(), CUBLAS_PEDANTIC_MATH),
+                "cublasSetMathMode");
     device::Upload(design_, design.data(), design.size());
     device::Upload(labels_, labels, static_cast<std::size_t>(rows));
     theta_.Resize(static_cast<std::size_t>(columns) * outputs);
@@ -41,16 +42,16 @@ class CudaDesign final : public DeviceDesign {
     const int rows = static_cast<int>(rows_);
     // scores (column-major rows x outputs) = X theta; theta row-major columns x outputs is
     // column-major outputs x columns, so it enters transposed.
-    CheckCublas(
-        cublasDgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, rows, outputs_, columns_, &one,
-                    design_.data(), rows, theta_.data(), outputs_, &zero, scores_.data(), rows),
-        "cublasDgemm (scores)");
+    CheckCublas(device::Cublas().dgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, rows, outputs_,
+                                       columns_, &one, design_.data(), rows, theta_.data(),
+                                       outputs_, &zero, scores_.data(), rows),
+                "cublasDgemm (scores)");
     kernels::RowLosses(loss_, scores_.data(), labels_.data(), rows_, outputs_, 1.0 / double(rows_),
                        residual_.data(), partial_.data());
     // gradient (column-major outputs x columns, i.e. row-major columns x outputs) = R^T X.
-    CheckCublas(cublasDgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, outputs_, columns_, rows, &one,
-                            residual_.data(), rows, design_.data(), rows, &zero, gradient_.data(),
-                            outputs_),
+    CheckCublas(device::Cublas().dgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, outputs_, columns_,
+                                       rows, &one, residual_.data(), rows, design_.data(), rows,
+                                       &zero, gradient_.data(), outputs_),
                 "cublasDgemm (gradient)");
     gradient.resize(theta.size());
     TFG_CUDA_CHECK(
@@ -65,13 +66,14 @@ class CudaDesign final : public DeviceDesign {
     const int rows = static_cast<int>(rows_);
     DeviceArray<double> d_gram(static_cast<std::size_t>(columns_) * columns_);
     DeviceArray<double> d_rhs(static_cast<std::size_t>(columns_));
+    CheckCublas(device::Cublas().dgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, columns_, columns_,
+                                       rows, &one, design_.data(), rows, design_.data(), rows,
+                                       &zero, d_gram.data(), columns_),
+                "cublasDgemm (gram)");
     CheckCublas(
-        cublasDgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, columns_, columns_, rows, &one,
-                    design_.data(), rows, design_.data(), rows, &zero, d_gram.data(), columns_),
-        "cublasDgemm (gram)");
-    CheckCublas(cublasDgemv(cublas_.get(), CUBLAS_OP_T, rows, columns_, &one, design_.data(), rows,
-                            labels_.data(), 1, &zero, d_rhs.data(), 1),
-                "cublasDgemv");
+        device::Cublas().dgemv(cublas_.get(), CUBLAS_OP_T, rows, columns_, &one, design_.data(),
+                               rows, labels_.data(), 1, &zero, d_rhs.data(), 1),
+        "cublasDgemv");
     gram.resize(d_gram.size());
     rhs.resize(d_rhs.size());
     TFG_CUDA_CHECK(cudaMemcpy(gram.data(), d_gram.data(), d_gram.bytes(), cudaMemcpyDeviceToHost));
@@ -99,6 +101,10 @@ std::unique_ptr<DeviceDesign> UploadDesign(const std::vector<double>& design, st
   const device::CudaDeviceInfo info = device::QueryCudaDevice(device_id);
   if (!info.usable) {
     why = info.problem;
+    return nullptr;
+  }
+  if (!device::CublasUnavailable().empty()) {
+    why = device::CublasUnavailable();
     return nullptr;
   }
   if (rows > std::int64_t(INT32_MAX) - 1) {
