@@ -45,6 +45,7 @@ constexpr std::string_view kManifestFormat = "tabforge-predictor";
 constexpr std::uint64_t kHoldoutStream = 0x686f6c64;  // "hold"
 constexpr double kMinModelSeconds = 0.5;      // a model is not started with less time than this
 constexpr double kStackingCheckShare = 0.25;  // of the time left, for dynamic stacking's check
+constexpr int kAutoBagSets = 20;              // num_bag_sets "auto" with a time limit (AutoGluon's)
 
 // One entry of the leaderboard: a model (a group of fitted models averaged: the folds of a
 // bag, or one) or a weighted ensemble of other entries.
@@ -371,7 +372,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   const automl::Preset preset =
       automl::GetPreset(options.presets.empty() ? "medium_quality" : options.presets);
   const int folds = options.num_bag_folds >= 0 ? options.num_bag_folds : preset.num_bag_folds;
-  const int sets = options.num_bag_sets >= 0 ? options.num_bag_sets : preset.num_bag_sets;
+  const int sets_asked = options.num_bag_sets >= 0 ? options.num_bag_sets : preset.num_bag_sets;
+  // "auto": repeated bagging while the time limit allows (AutoGluon's default with a limit).
+  const int sets = sets_asked >= 0 ? sets_asked : options.time_limit > 0 ? kAutoBagSets : 1;
   int stack_levels =
       options.num_stack_levels >= 0 ? options.num_stack_levels : preset.num_stack_levels;
   const bool refit = options.refit_full >= 0 ? options.refit_full == 1 : preset.refit_full;
@@ -545,6 +548,17 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   // The labels the validation predictions (out-of-fold or holdout) line up with.
   const std::vector<double>& val_labels = bagged ? y : valid_y;
 
+  // A model's resources and deadline: its configuration's CPUs and GPUs within the fit's.
+  auto model_context = [&](const automl::ModelConfig& config, double model_left) {
+    models::FitContext context;
+    context.deadline = model_left < 1e299 ? Deadline::In(model_left) : Deadline();
+    context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
+    context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
+    context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
+    context.gpu_memory_fraction = options.gpu_memory_fraction;
+    context.seed = s.seed;
+    return context;
+  };
   s.entries.clear();
   int fit_order = 0;
   std::vector<std::string> previous_level;  // models of the level below (stack inputs)
@@ -562,6 +576,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                                                 : s.WithStackFeatures(x, previous_level, inputs);
     const features::FeatureMatrix& train_level = previous_level.empty() ? x : level_x;
     std::vector<std::string> this_level;
+    // This level's fold-bagged entries (index into s.entries) and their configurations, for
+    // the repeated sets.
+    std::vector<std::pair<std::size_t, const automl::ModelConfig*>> repeatable;
     for (const automl::ModelConfig& config : portfolio) {
       Entry entry;
       entry.family = config.family;
@@ -579,13 +596,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         s.entries.push_back(std::move(entry));
         continue;
       }
-      models::FitContext fit_context;
-      fit_context.deadline = model_left < 1e299 ? Deadline::In(model_left) : Deadline();
-      fit_context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
-      fit_context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
-      fit_context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
-      fit_context.gpu_memory_fraction = options.gpu_memory_fraction;
-      fit_context.seed = s.seed;
+      const models::FitContext fit_context = model_context(config, model_left);
       Stopwatch watch;
       try {
         auto make = [&]() {
@@ -593,7 +604,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         };
         if (bagged) {
           ensemble::BagResult bag = ensemble::FitBagged(make, config.family, train_level, y,
-                                                        fold_sets, folds, task, fit_context);
+                                                        {fold_sets[0]}, folds, task, fit_context);
           entry.fit_time = watch.Seconds();
           entry.group = std::move(bag.group);
           entry.val_predictions = std::move(bag.out_of_fold);
@@ -638,7 +649,60 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       }
       entry.fit_time = watch.Seconds();
       s.StageEntry(entry);
+      if (bagged && entry.can_infer && entry.bag_folds == folds) {
+        repeatable.push_back({s.entries.size(), &config});
+      }
       s.entries.push_back(std::move(entry));
+    }
+    // Repeated bagging (num_bag_sets): each further set refits the level's fold-bagged models
+    // on new folds, model by model while the level's time lasts (a model is not started with
+    // less time left than its last set took); the sets' out-of-fold predictions are averaged.
+    for (int set = 1; set < sets && !repeatable.empty(); ++set) {
+      bool any = false;
+      for (auto& [index, config] : repeatable) {
+        Entry& entry = s.entries[index];
+        if (entry.bag_folds != folds * set) continue;  // it missed a set: no more for it
+        const double per_set = entry.fit_time / set;
+        const double model_left = level_deadline.SecondsLeft() * config->max_time_limit_ratio;
+        if (model_left < std::max(per_set, kMinModelSeconds)) continue;
+        const models::FitContext fit_context = model_context(*config, model_left);
+        Stopwatch watch;
+        try {
+          auto make = [&]() {
+            return models::GetFamily(config->family).create(config->params_json, task);
+          };
+          ensemble::BagResult bag =
+              ensemble::FitBagged(make, config->family, train_level, y, {fold_sets[set]}, folds,
+                                  task, fit_context, set);
+          for (std::size_t i = 0; i < entry.val_predictions.size(); ++i) {
+            entry.val_predictions[i] =
+                (entry.val_predictions[i] * set + bag.out_of_fold[i]) / double(set + 1);
+          }
+          entry.group.Absorb(std::move(bag.group));
+          entry.bag_folds = static_cast<int>(entry.group.members().size());
+          entry.fit_time += watch.Seconds();
+          entry.pred_time_val += bag.predict_seconds;
+          entry.iterations = entry.group.MeanIterations();
+          entry.score_val = s.Score(val_labels, entry.val_predictions);
+          s.Log(2, "{}: bag set {} | val {} {:.4f} | fit {:.2f} s | {}", entry.name, set + 1,
+                s.eval_metric, *entry.score_val, watch.Seconds(),
+                options.time_limit > 0 ? fmt::format("{:.1f} s left", deadline.SecondsLeft())
+                                       : std::string("no time limit"));
+          s.StageEntry(entry);
+          any = true;
+        } catch (const Error& error) {
+          // The sets it has stay; it gets no more.
+          s.Log(1, "{}: bag set {} failed ({}); keeping its {} sets", entry.name, set + 1,
+                error.what(), set);
+          entry.bag_folds = -1;
+        }
+      }
+      if (!any) break;
+    }
+    for (auto& [index, config] : repeatable) {
+      if (s.entries[index].bag_folds < 0) {
+        s.entries[index].bag_folds = static_cast<int>(s.entries[index].group.members().size());
+      }
     }
     if (this_level.empty()) {
       if (level == 1) {
@@ -702,6 +766,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                   {"time_limit", options.time_limit},
                   {"num_bag_folds", folds},
                   {"num_bag_sets", sets},
+                  {"num_bag_sets_auto", sets_asked < 0},
                   {"num_stack_levels", stack_levels},
                   {"dynamic_stacking", stacking_record},
                   {"holdout_frac", holdout_frac},
@@ -971,8 +1036,9 @@ std::string TabularPredictor::fit_summary() const {
                      numeric, dropped);
   if (s.fit_record.contains("presets")) {
     out += fmt::format(
-        "  strategy:       preset {}, {} bag folds x {} sets, {} stack levels{}\n",
+        "  strategy:       preset {}, {} bag folds x {}{} sets, {} stack levels{}\n",
         s.fit_record["presets"].get<std::string>(), s.fit_record["num_bag_folds"].get<int>(),
+        s.fit_record.value("num_bag_sets_auto", false) ? "up to " : "",
         s.fit_record["num_bag_sets"].get<int>(), s.fit_record["num_stack_levels"].get<int>(),
         s.fit_record["num_bag_folds"].get<int>() == 0
             ? fmt::format(", holdout {:.3f}", s.fit_record["holdout_frac"].get<double>())

@@ -61,7 +61,9 @@ Preset GetPreset(const std::string& name) {
   preset.name = name;
   preset.description = object.value("description", "");
   preset.num_bag_folds = object.value("num_bag_folds", 0);
-  preset.num_bag_sets = object.value("num_bag_sets", 1);
+  const nlohmann::json sets = object.value("num_bag_sets", nlohmann::json(1));
+  preset.num_bag_sets =
+      sets.is_string() && sets.get<std::string>() == "auto" ? -1 : sets.get<int>();
   preset.num_stack_levels = object.value("num_stack_levels", 0);
   preset.refit_full = object.value("refit_full", false);
   preset.dynamic_stacking = object.value("dynamic_stacking", false);

@@ -23,7 +23,7 @@ struct Preset {
   std::string name;
   std::string description;
   int num_bag_folds = 0;
-  int num_bag_sets = 1;
+  int num_bag_sets = 1;  // -1 ("auto"): as many as the time limit allows, up to 20; 1 without one
   int num_stack_levels = 0;
   bool refit_full = false;
   bool dynamic_stacking = false;  // check on a holdout whether stacking overfits (FitOptions)

@@ -28,6 +28,11 @@ std::vector<double> ModelGroup::Predict(const features::FeatureMatrix& features,
   return sum;
 }
 
+void ModelGroup::Absorb(ModelGroup other) {
+  for (std::unique_ptr<models::Model>& member : other.members_)
+    members_.push_back(std::move(member));
+}
+
 int ModelGroup::MeanIterations() const {
   double total = 0;
   for (const auto& member : members_) total += member->Info().iterations;
@@ -95,7 +100,7 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,
                     const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
-                    const models::Task& task, const models::FitContext& context) {
+                    const models::Task& task, const models::FitContext& context, int first_set) {
   const std::int64_t rows = train.num_rows;
   const int outputs = task.outputs();
   BagResult result;
@@ -129,7 +134,8 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
       models::FitContext fold_context = context;
       const double left = context.deadline.SecondsLeft();
       if (left < 1e299) fold_context.deadline = Deadline::In(left / (total_fits - fits_done));
-      fold_context.seed = context.seed + std::uint64_t(set) * folds + std::uint64_t(fold);
+      fold_context.seed =
+          context.seed + std::uint64_t(first_set + set) * folds + std::uint64_t(fold);
       std::unique_ptr<models::Model> model = make();
       model->Fit(fit, fit_labels, &held, held_labels, fold_context);
       Stopwatch predict_watch;

@@ -29,6 +29,8 @@ class ModelGroup {
   std::vector<double> Predict(const features::FeatureMatrix& features, int threads) const;
   // The members' mean iteration count (rounded), for refitting on all rows.
   int MeanIterations() const;
+  // Takes `other`'s members (another set of the same configuration's folds) as its own.
+  void Absorb(ModelGroup other);
 
   // Versioned, checksummed; Deserialize rejects corrupted bytes naming `name`.
   std::string Serialize() const;
@@ -47,7 +49,8 @@ struct BagResult {
   double predict_seconds = 0;       // time the fold models took to predict their folds
 };
 
-// Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds); `make`
+// Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds), and set s
+// is set first_set + s of the fit (its fold models' seeds follow from that number); `make`
 // creates a fresh model of the configuration. Each fold gets an equal share of the time left
 // before the context's deadline. A model with its own out-of-fold predictions
 // (Model::HasOutOfFold: forests' out-of-bag rows, KNN's leave-one-out) is trained once on
@@ -57,6 +60,6 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,
                     const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
-                    const models::Task& task, const models::FitContext& context);
+                    const models::Task& task, const models::FitContext& context, int first_set = 0);
 
 }  // namespace tabforge::ensemble

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -286,6 +287,34 @@ TEST(Predictor, StackedModelsLearnOnlyFromOutOfFoldPredictions) {
   EXPECT_EQ(predictor.problem_type(), "regression");
   EXPECT_EQ(stacked_fits, 2 * 3);  // levels 2 and 3, three folds each
   EXPECT_EQ(stack_feature_leaks, 0);
+}
+
+// Repeated bagging: every fold-bagged model gets its sets after the whole level has its first,
+// each set on fresh folds; models with their own out-of-fold rows (forests' out-of-bag rows)
+// train once. The manifest records each model's fold models.
+TEST(Predictor, RepeatedBaggingGivesEveryBaggedModelItsSets) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 2000);
+  FitOptions options;
+  options.hyperparameters = R"({"GBM": {"num_iterations": 20}, "RF": {"n_estimators": 10}})";
+  options.num_bag_folds = 3;
+  options.num_bag_sets = 3;
+  TabularPredictor predictor("class", Quiet());
+  predictor.fit(train, options);
+  const std::string dir = testing::TempDir("predictor_bag_sets") + "/model";
+  predictor.save(dir);
+  const nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  std::map<std::string, int> folds;
+  for (const nlohmann::json& model : manifest.at("models")) {
+    folds[model.at("name").get<std::string>()] = model.at("bag_folds").get<int>();
+  }
+  EXPECT_EQ(folds.at("GBM_BAG_L1"), 9);
+  EXPECT_EQ(folds.at("RF_BAG_L1"), 1);
+  // Three sets of three folds predict as the average of nine models: the saved predictor
+  // gives the same probabilities as the one in memory.
+  const data::Table test = AdultRows(2000, 300);
+  EXPECT_EQ(TabularPredictor::load(dir).predict_proba(test, "GBM_BAG_L1").values,
+            predictor.predict_proba(test, "GBM_BAG_L1").values);
 }
 
 TEST(Predictor, OptionErrorsNameTheRemedy) {

@@ -215,6 +215,25 @@ TEST(Cli, FitPredictEvaluateLeaderboardSummaryOnTitanic) {
   EXPECT_NE(stacked.output.find("num_bag_folds"), std::string::npos) << stacked.output;
 }
 
+// Repeated bagging goes set by set: every model of the level has its first set before any gets
+// its second (so a time limit cuts repeats, not models), and each further set is one line.
+TEST(Cli, BagSetsComeAfterEveryModelsFirstSet) {
+  TFG_REQUIRE_DATASETS();
+  const std::string data = tabforge::testing::DatasetPath("titanic.csv.gz");
+  const std::string dir = tabforge::testing::TempDir("cli_bag_sets");
+  CommandResult fit =
+      Tabforge("fit --train " + data + " --label survived --num-bag-folds 3 --num-bag-sets 2 " +
+               "--hyperparameters '{\"GBM\": [{\"num_iterations\": 20}, {\"num_iterations\": 30, " +
+               "\"ag_args\": {\"name_suffix\": \"B\"}}]}' -o " + dir + "/model");
+  ASSERT_EQ(fit.status, 0) << fit.output;
+  const std::size_t second_first = fit.output.find("GBMB_BAG_L1: val");
+  const std::size_t first_repeat = fit.output.find("GBM_BAG_L1: bag set 2");
+  ASSERT_NE(second_first, std::string::npos) << fit.output;
+  ASSERT_NE(first_repeat, std::string::npos) << fit.output;
+  EXPECT_LT(second_first, first_repeat) << fit.output;
+  EXPECT_NE(fit.output.find("GBMB_BAG_L1: bag set 2"), std::string::npos) << fit.output;
+}
+
 namespace {
 
 // `tabforge doctor` with an environment pretended through TABFORGE_INJECT_* (read only by the
