@@ -85,7 +85,6 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   data.mapper = &model.mapper_;
   data.classes = regression ? nullptr : classes.data();
   data.targets = regression ? targets.data() : nullptr;
-  data.features = &train;
   TreeSpec spec;
   spec.criterion = params.criterion;
   spec.num_classes = model.num_outputs_;
@@ -176,11 +175,6 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     for (std::size_t at = 0; at < kept.size(); ++at) {
       leaf_base[at + 1] = leaf_base[at] + model.trees_[at].num_leaves();
     }
-    // Extremely randomized trees split on values, not bins: their rows are routed by value.
-    auto leaf_of = [&](const tree::Tree& tree, std::int64_t row) {
-      return params.extra_trees ? tree.LeafOfRow(train, model.mapper_, row)
-                                : tree.LeafOfBins(bins, row);
-    };
 #pragma omp parallel for num_threads(thread_count) schedule(static, 256)
     for (std::int64_t row = 0; row < rows; ++row) {
       double* out = out_of_bag->data() + row * outputs_per_row;
@@ -188,7 +182,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       for (std::size_t at = 0; at < kept.size(); ++at) {
         const std::vector<std::uint64_t>& bits = in_bag[kept[at]];
         if ((bits[row / 64] >> (row % 64)) & 1u) continue;
-        const std::int64_t leaf = leaf_base[at] + leaf_of(model.trees_[at], row);
+        const std::int64_t leaf = leaf_base[at] + model.trees_[at].LeafOfBins(bins, row);
         for (int k = 0; k < outputs_per_row; ++k) {
           out[k] += model.leaf_outputs_[leaf * outputs_per_row + k];
         }
@@ -197,7 +191,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       if (voters == 0) {
         // In every bootstrap: the whole forest's prediction.
         for (std::size_t at = 0; at < kept.size(); ++at) {
-          const std::int64_t leaf = leaf_base[at] + leaf_of(model.trees_[at], row);
+          const std::int64_t leaf = leaf_base[at] + model.trees_[at].LeafOfBins(bins, row);
           for (int k = 0; k < outputs_per_row; ++k) {
             out[k] += model.leaf_outputs_[leaf * outputs_per_row + k];
           }

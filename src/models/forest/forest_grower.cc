@@ -129,7 +129,6 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
   split.feature = feature;
   split.categorical = categorical;
   split.default_left = default_left;
-  split.threshold_value = std::numeric_limits<double>::quiet_NaN();
   split.left_bins.clear();
   return true;
 }
@@ -137,31 +136,39 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
 bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
                                             const double* parent, double parent_score,
                                             std::uint64_t node_key, Candidate& best) {
+  const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
-  const float* column = data_.features->NumericColumn(feature);
+  const BinColumn column(*data_.bins, feature);
   const std::int64_t count = end - begin;
-  // The node's smallest and largest value: no histogram is needed, only one threshold.
-  float low = std::numeric_limits<float>::infinity();
-  float high = -std::numeric_limits<float>::infinity();
+  auto bin_at = [&](std::int64_t index) { return column(order_[begin + index]); };
+  // The node's smallest and largest value bins: no histogram is needed, only one threshold.
+  const int missing_bin = feature_bins.missing_bin();
+  int low_bin = missing_bin, high_bin = -1;
   std::int64_t missing_rows = 0;
   for (std::int64_t index = 0; index < count; ++index) {
-    // Without branches: a missing value (NaN) compares false, so min and max keep theirs.
-    const float value = column[order_[begin + index]];
-    missing_rows += value != value;
-    low = std::min(low, value);
-    high = std::max(high, value);
+    const int bin = bin_at(index);
+    if (bin == missing_bin) {
+      ++missing_rows;
+    } else {
+      low_bin = std::min(low_bin, bin);
+      high_bin = std::max(high_bin, bin);
+    }
   }
-  const bool has_values = !(low > high);
-  if (!has_values || (low == high && missing_rows == 0)) return false;
-  // A threshold drawn uniformly in [low, high), as scikit-learn draws it (a draw that rounds
-  // up to high becomes low); with one value, values against missing.
-  double threshold = high;
-  if (low < high) {
+  const bool has_values = high_bin >= 0;
+  if (!has_values || (low_bin == high_bin && missing_rows == 0)) return false;
+  // A threshold drawn uniformly between the node's smallest and largest value (scikit-learn's
+  // draw), as the first bin whose bound reaches it; with one value, values against missing.
+  int threshold = high_bin;
+  if (low_bin < high_bin) {
+    const double low = feature_bins.upper_bounds[low_bin];
+    const double high = feature_bins.upper_bounds[high_bin - 1];
+    const double drawn =
+        low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
     threshold =
-        double(low) + (double(high) - double(low)) *
-                          KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
-    if (threshold >= double(high)) threshold = low;
+        static_cast<int>(std::lower_bound(feature_bins.upper_bounds.begin() + low_bin,
+                                          feature_bins.upper_bounds.begin() + high_bin - 1, drawn) -
+                         feature_bins.upper_bounds.begin());
   }
   double* left = left_.data();
   double* missing = parent_missing_.data();
@@ -174,7 +181,7 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     // right rows were skipped.
     double left_weight = 0, left_value = 0;
     for (std::int64_t index = 0; index < count; ++index) {
-      const bool goes_left = double(column[order_[begin + index]]) <= threshold;
+      const bool goes_left = bin_at(index) <= threshold;
       const double weight = node_weight_[index];
       left_rows += goes_left;
       left_weight += goes_left ? weight : 0.0;
@@ -184,10 +191,10 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     left[1] = left_value;
   } else {
     for (std::int64_t index = 0; index < count; ++index) {
-      const float value = column[order_[begin + index]];
-      double* into = std::isnan(value) ? missing : double(value) <= threshold ? left : nullptr;
+      const int bin = bin_at(index);
+      double* into = bin == missing_bin ? missing : bin <= threshold ? left : nullptr;
       if (into == nullptr) continue;
-      left_rows += into == left;
+      left_rows += bin <= threshold;
       const double weight = node_weight_[index];
       if (regression) {
         into[0] += weight;
@@ -198,20 +205,14 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     }
   }
   for (int missing_left = 0; missing_left < (missing_rows > 0 ? 2 : 1); ++missing_left) {
-    if (missing_left && low == high) break;  // every row on one side
+    if (missing_left && low_bin == high_bin) break;  // every row on one side
     if (missing_left) {
       for (int k = 0; k < width; ++k) left[k] += missing[k];
       left_rows += missing_rows;
     }
     if (left_rows < spec_.min_samples_leaf || count - left_rows < spec_.min_samples_leaf) continue;
     if (Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
-      // The bin holding the threshold stands for it where bins are read (reports only): the
-      // partition and every prediction compare values.
-      const std::vector<double>& bounds = data_.mapper->feature(feature).upper_bounds;
-      best.split.threshold_bin = static_cast<int>(std::min<std::ptrdiff_t>(
-          std::lower_bound(bounds.begin(), bounds.end(), threshold) - bounds.begin(),
-          std::ptrdiff_t(bounds.size()) - 1));
-      best.split.threshold_value = threshold;
+      best.split.threshold_bin = threshold;
     }
   }
   return true;
@@ -514,21 +515,12 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     std::int64_t left_write = begin;
     std::int64_t right_write = 0;
     const BinColumn column(*data_.bins, split.feature);
-    // A value threshold (extremely randomized trees) splits by the rows' values.
-    const float* values =
-        std::isnan(split.threshold_value) ? nullptr : data_.features->NumericColumn(split.feature);
     for (std::int64_t at = begin; at < end; ++at) {
       const std::int32_t row = order_[at];
-      bool left;
-      if (values != nullptr) {
-        const float value = values[row];
-        left = std::isnan(value) ? split.default_left : double(value) <= split.threshold_value;
-      } else {
-        const int bin = column(row);
-        left = split.categorical    ? TestBit(split.left_bins, bin)
-               : bin == missing_bin ? split.default_left
-                                    : bin <= split.threshold_bin;
-      }
+      const int bin = column(row);
+      const bool left = split.categorical    ? TestBit(split.left_bins, bin)
+                        : bin == missing_bin ? split.default_left
+                                             : bin <= split.threshold_bin;
       if (left) {
         order_[left_write++] = row;
       } else {

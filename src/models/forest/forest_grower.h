@@ -33,9 +33,6 @@ struct TrainingRows {
   const tree::BinMapper* mapper = nullptr;
   const std::int32_t* classes = nullptr;  // classification: the class of each row
   const double* targets = nullptr;        // regression: the target of each row, centred
-  // The raw values (extremely randomized trees draw numeric thresholds among them, as
-  // scikit-learn does, rather than among the bins' bounds); numeric feature f is column f.
-  const features::FeatureMatrix* features = nullptr;
 };
 
 class ForestTreeGrower {
@@ -63,9 +60,8 @@ class ForestTreeGrower {
   // Evaluates `feature` on the node; returns false when the feature has one value there.
   bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                   double parent_score, std::uint64_t node_key, Candidate& best);
-  // TryFeature for a numeric feature of extremely randomized trees: two passes over the rows'
-  // values (their range, then the sums left of one threshold drawn uniformly in it), no
-  // histogram.
+  // TryFeature for a numeric feature of extremely randomized trees: two passes over the rows
+  // (the value range, then the sums left of the one drawn threshold), no histogram.
   bool TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                             double parent_score, std::uint64_t node_key, Candidate& best);
   // Makes the split with left sums `left` (the right ones are parent - left) `best` when it

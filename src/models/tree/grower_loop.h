@@ -5,7 +5,6 @@
 // choices, so both grow the same tree from the same integer sums.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -25,9 +24,6 @@ struct LeafSplit {
   bool categorical = false;
   bool default_left = false;
   int threshold_bin = 0;
-  // Numeric: the value threshold when it is not the threshold bin's upper bound (extremely
-  // randomized forests draw it among the node's values); NaN: the bound.
-  double threshold_value = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::uint32_t> left_bins;  // categorical: bitset of bins going left
   HistogramBin left;                     // sums of the rows going left
   bool valid() const { return feature >= 0; }
@@ -80,11 +76,7 @@ inline int CommitSplit(Tree& tree, int leaf, const LeafSplit& split, const BinMa
   node.threshold_bin = static_cast<std::uint16_t>(split.threshold_bin);
   node.missing_bin = static_cast<std::uint16_t>(feature_bins.missing_bin());
   node.gain = split.gain;
-  if (!split.categorical) {
-    node.threshold = std::isnan(split.threshold_value)
-                         ? feature_bins.upper_bounds[split.threshold_bin]
-                         : split.threshold_value;
-  }
+  if (!split.categorical) node.threshold = feature_bins.upper_bounds[split.threshold_bin];
   return tree.SplitLeaf(leaf, node, split.left_bins);
 }
 

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -154,37 +153,6 @@ TEST(Forest, OutOfBagPredictionsEstimateTheTestScore) {
   EXPECT_GT(test_r2, 0.8);
   EXPECT_NEAR(oob_r2, test_r2, 0.03);
   EXPECT_GT(train_r2, oob_r2 + 0.05);  // in-bag rows are fitted much more closely
-}
-
-// Extremely randomized trees draw numeric thresholds among the node's values (scikit-learn's
-// draw), not among the bins' bounds: with 4 bins, the trees still split at many places, each
-// within the data's range, and the out-of-bag rows (routed by value) predict as well as new
-// rows do.
-TEST(Forest, ExtraTreesDrawThresholdsAmongValues) {
-  Synthetic train = MakeSynthetic(3000, true, 8);
-  const Synthetic test = MakeSynthetic(2000, true, 9);
-  ForestParams params = Classifier(true);
-  params.criterion = Criterion::kSquaredError;
-  params.bootstrap = true;
-  params.max_bin = 4;
-  params.n_estimators = 40;
-  std::vector<double> out_of_bag;
-  const ForestModel model =
-      ForestModel::Fit(train.features, train.labels, 1, params, 2, Deadline(), &out_of_bag);
-  std::set<double> thresholds;
-  for (const tree::Tree& tree : model.trees()) {
-    for (const tree::TreeNode& node : tree.nodes()) {
-      if (node.categorical || node.feature != 0) continue;
-      EXPECT_GE(node.threshold, -2.0);
-      EXPECT_LT(node.threshold, 2.0);
-      thresholds.insert(node.threshold);
-    }
-  }
-  EXPECT_GT(thresholds.size(), 100u);  // 4 bins would allow 3 bounds
-  const double test_r2 = metrics::Score("r2", test.labels, {model.Predict(test.features, 2), 1});
-  const double oob_r2 = metrics::Score("r2", train.labels, {out_of_bag, 1});
-  EXPECT_GT(test_r2, 0.75);
-  EXPECT_NEAR(oob_r2, test_r2, 0.03);
 }
 
 TEST(Forest, AnExpiredDeadlineKeepsOneTree) {
