@@ -3,15 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <vector>
 
 #include "automl/presets.h"
 #include "core/error.h"
-#include "core/random.h"
 #include "data/problem_type.h"
 #include "data/table.h"
+#include "ensemble/folds.h"
 #include "metrics/metric.h"
 
 namespace tabforge::automl {
@@ -58,17 +57,13 @@ StackingCheck CheckStacking(const data::Table& train, const std::string& label,
   const bool classification =
       data::ParseProblemType(predictor_options.problem_type) != ProblemType::kRegression;
   const data::Column& labels = train.ColumnByName(label);
-  std::map<std::string, std::vector<std::pair<double, std::int64_t>>> groups;
-  for (std::int64_t row = 0; row < train.num_rows(); ++row) {
-    groups[classification ? labels.CellText(row) : std::string()].push_back(
-        {RandomUniform(seed, kCheckStream, static_cast<std::uint64_t>(row)), row});
+  std::map<std::string, double> stratum_of;  // label text -> stratum number
+  std::vector<double> strata(static_cast<std::size_t>(train.num_rows()), 0.0);
+  for (std::int64_t row = 0; classification && row < train.num_rows(); ++row) {
+    strata[row] = stratum_of.emplace(labels.CellText(row), double(stratum_of.size())).first->second;
   }
-  std::vector<std::uint8_t> held(static_cast<std::size_t>(train.num_rows()), 0);
-  for (auto& [value, members] : groups) {
-    std::sort(members.begin(), members.end());
-    const auto take = static_cast<std::size_t>(std::llround(kHoldoutFraction * members.size()));
-    for (std::size_t at = 0; at < take; ++at) held[members[at].second] = 1;
-  }
+  const std::vector<std::uint8_t> held =
+      ensemble::HoldOutRows(strata, kHoldoutFraction, seed, kCheckStream);
   std::vector<std::int64_t> fit_rows, held_rows;
   for (std::int64_t row = 0; row < train.num_rows(); ++row) {
     (held[row] ? held_rows : fit_rows).push_back(row);

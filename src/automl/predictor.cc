@@ -519,17 +519,10 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       throw InvalidInput(fmt::format("holdout_frac {}: give a fraction in (0, 1)", holdout_frac));
     }
     // Stratified for classification: each class gives its share of rows, chosen at random.
-    std::map<double, std::vector<std::pair<double, std::int64_t>>> groups;
-    for (std::int64_t row = 0; row < x.num_rows; ++row) {
-      groups[classification ? y[row] : 0.0].push_back(
-          {RandomUniform(s.seed, kHoldoutStream, row), row});
-    }
-    std::vector<std::uint8_t> held(static_cast<std::size_t>(x.num_rows), 0);
-    for (auto& [label, members] : groups) {
-      std::sort(members.begin(), members.end());
-      const auto take = static_cast<std::size_t>(std::llround(holdout_frac * members.size()));
-      for (std::size_t i = 0; i < take && i < members.size(); ++i) held[members[i].second] = 1;
-    }
+    const std::vector<double> one_stratum(classification ? 0 : y.size(), 0.0);
+    const std::vector<std::uint8_t> held = ensemble::HoldOutRows(
+        classification ? std::span<const double>(y) : std::span<const double>(one_stratum),
+        holdout_frac, s.seed, kHoldoutStream);
     std::vector<std::int64_t> fit_rows, valid_rows;
     for (std::int64_t row = 0; row < x.num_rows; ++row) {
       (held[row] ? valid_rows : fit_rows).push_back(row);
@@ -576,9 +569,14 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                                                 : s.WithStackFeatures(x, previous_level, inputs);
     const features::FeatureMatrix& train_level = previous_level.empty() ? x : level_x;
     std::vector<std::string> this_level;
-    // This level's fold-bagged entries (index into s.entries) and their configurations, for
-    // the repeated sets.
-    std::vector<std::pair<std::size_t, const automl::ModelConfig*>> repeatable;
+    // This level's fold-bagged entries, for the repeated sets: the entry (index into
+    // s.entries), its configuration, and whether it still takes sets.
+    struct Repeatable {
+      std::size_t index;
+      const automl::ModelConfig* config;
+      bool open = true;
+    };
+    std::vector<Repeatable> repeatable;
     for (const automl::ModelConfig& config : portfolio) {
       Entry entry;
       entry.family = config.family;
@@ -659,12 +657,16 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     // less time left than its last set took); the sets' out-of-fold predictions are averaged.
     for (int set = 1; set < sets && !repeatable.empty(); ++set) {
       bool any = false;
-      for (auto& [index, config] : repeatable) {
-        Entry& entry = s.entries[index];
-        if (entry.bag_folds != folds * set) continue;  // it missed a set: no more for it
+      for (Repeatable& model : repeatable) {
+        if (!model.open) continue;
+        Entry& entry = s.entries[model.index];
+        const automl::ModelConfig* config = model.config;
         const double per_set = entry.fit_time / set;
         const double model_left = level_deadline.SecondsLeft() * config->max_time_limit_ratio;
-        if (model_left < std::max(per_set, kMinModelSeconds)) continue;
+        if (model_left < std::max(per_set, kMinModelSeconds)) {
+          model.open = false;  // sets stay whole: one it missed ends its repeats
+          continue;
+        }
         const models::FitContext fit_context = model_context(*config, model_left);
         Stopwatch watch;
         try {
@@ -694,15 +696,10 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
           // The sets it has stay; it gets no more.
           s.Log(1, "{}: bag set {} failed ({}); keeping its {} sets", entry.name, set + 1,
                 error.what(), set);
-          entry.bag_folds = -1;
+          model.open = false;
         }
       }
       if (!any) break;
-    }
-    for (auto& [index, config] : repeatable) {
-      if (s.entries[index].bag_folds < 0) {
-        s.entries[index].bag_folds = static_cast<int>(s.entries[index].group.members().size());
-      }
     }
     if (this_level.empty()) {
       if (level == 1) {

@@ -39,12 +39,18 @@ TFG_HOST_DEVICE inline double RandomUniform(std::uint64_t seed, std::uint64_t st
   return static_cast<double>(RandomBits(seed, stream, counter) >> 11) * 0x1.0p-53;
 }
 
+// A uniform integer in [0, span) for a stream's key and a counter; span at most 2^52.
+TFG_HOST_DEVICE inline std::uint64_t KeyedBelow(std::uint64_t key, std::uint64_t counter,
+                                                std::uint64_t span) {
+  const auto value =
+      static_cast<std::uint64_t>(KeyedUniform(key, counter) * static_cast<double>(span));
+  return value < span ? value : span - 1;
+}
+
 // A uniform integer in [0, span) for (seed, stream, counter); span at most 2^52.
 TFG_HOST_DEVICE inline std::uint64_t RandomBelow(std::uint64_t seed, std::uint64_t stream,
                                                  std::uint64_t counter, std::uint64_t span) {
-  const auto value =
-      static_cast<std::uint64_t>(RandomUniform(seed, stream, counter) * static_cast<double>(span));
-  return value < span ? value : span - 1;
+  return KeyedBelow(StreamKey(seed, stream), counter, span);
 }
 
 }  // namespace tabforge

@@ -1,6 +1,7 @@
 #include "ensemble/folds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -30,6 +31,23 @@ std::vector<std::int32_t> AssignFolds(std::span<const double> labels, bool strat
       fold_of[row] = static_cast<std::int32_t>(dealt++ % folds);
   }
   return fold_of;
+}
+
+std::vector<std::uint8_t> HoldOutRows(std::span<const double> strata, double fraction,
+                                      std::uint64_t seed, std::uint64_t stream) {
+  std::map<double, std::vector<std::pair<double, std::int64_t>>> groups;
+  for (std::size_t row = 0; row < strata.size(); ++row) {
+    groups[strata[row]].push_back(
+        {RandomUniform(seed, stream, row), static_cast<std::int64_t>(row)});
+  }
+  std::vector<std::uint8_t> held(strata.size(), 0);
+  for (auto& [stratum, members] : groups) {
+    std::sort(members.begin(), members.end());
+    const auto take =
+        std::min(members.size(), static_cast<std::size_t>(std::llround(fraction * members.size())));
+    for (std::size_t at = 0; at < take; ++at) held[members[at].second] = 1;
+  }
+  return held;
 }
 
 }  // namespace tabforge::ensemble

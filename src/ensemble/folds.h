@@ -16,4 +16,10 @@ namespace tabforge::ensemble {
 std::vector<std::int32_t> AssignFolds(std::span<const double> labels, bool stratified, int folds,
                                       std::uint64_t seed, int set);
 
+// A holdout split: 1 for each held-out row. Each stratum (rows of equal `strata` value: class
+// indices, or one value for all rows) gives round(fraction x its rows) of them, drawn at
+// random from (seed, stream, row).
+std::vector<std::uint8_t> HoldOutRows(std::span<const double> strata, double fraction,
+                                      std::uint64_t seed, std::uint64_t stream);
+
 }  // namespace tabforge::ensemble

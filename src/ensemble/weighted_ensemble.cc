@@ -1,7 +1,5 @@
 #include "ensemble/weighted_ensemble.h"
 
-#include <limits>
-
 #include "core/error.h"
 #include "metrics/metric.h"
 
@@ -20,56 +18,31 @@ EnsembleWeights SelectEnsemble(const std::vector<std::span<const double>>& membe
   const metrics::MetricInfo& info = metrics::GetMetric(metric);
   // Label metrics break their ties by log loss (a proper score of the probabilities).
   const bool tie_break = info.for_classification && !info.needs_proba && outputs >= 2;
-  const double kUnscored = std::numeric_limits<double>::infinity();
-  auto log_loss = [&](std::span<const double> blend) {
-    return metrics::Score("log_loss", labels, {blend, outputs});
+  // Whether a blend of (score, log loss) beats one of (best_score, best_loss).
+  auto beats = [&](double score, double loss, double best_score, double best_loss) {
+    return metrics::IsBetter(info, score, best_score) ||
+           (tie_break && score == best_score && loss < best_loss);
   };
   std::vector<double> sum(values, 0.0), candidate(values);
   std::vector<int> counts(members.size(), 0), best_counts;
-  double best_score = info.greater_is_better ? -std::numeric_limits<double>::infinity()
-                                             : std::numeric_limits<double>::infinity();
-  double best_loss = kUnscored;
+  double best_score = 0, best_loss = 0;
   for (int step = 1; step <= ensemble_size; ++step) {
     int chosen = -1;
-    double chosen_score = 0;
-    double chosen_loss = kUnscored;  // computed only when a tie asks for it
+    double chosen_score = 0, chosen_loss = 0;
     for (std::size_t m = 0; m < members.size(); ++m) {
       for (std::size_t i = 0; i < values; ++i) candidate[i] = (sum[i] + members[m][i]) / step;
       const double score = metrics::Score(metric, labels, {candidate, outputs});
-      if (chosen < 0 || metrics::IsBetter(info, score, chosen_score)) {
+      const double loss =
+          tie_break ? metrics::Score("log_loss", labels, {candidate, outputs}) : 0.0;
+      if (chosen < 0 || beats(score, loss, chosen_score, chosen_loss)) {
         chosen = static_cast<int>(m);
         chosen_score = score;
-        chosen_loss = kUnscored;
-      } else if (tie_break && score == chosen_score) {
-        if (chosen_loss == kUnscored) {
-          std::vector<double> previous(values);
-          for (std::size_t i = 0; i < values; ++i) {
-            previous[i] = (sum[i] + members[chosen][i]) / step;
-          }
-          chosen_loss = log_loss(previous);
-        }
-        const double loss = log_loss(candidate);
-        if (loss < chosen_loss) {
-          chosen = static_cast<int>(m);
-          chosen_loss = loss;
-        }
+        chosen_loss = loss;
       }
     }
     for (std::size_t i = 0; i < values; ++i) sum[i] += members[chosen][i];
     ++counts[chosen];
-    bool better = best_counts.empty() || metrics::IsBetter(info, chosen_score, best_score);
-    if (!better && tie_break && chosen_score == best_score) {
-      if (chosen_loss == kUnscored) {
-        for (std::size_t i = 0; i < values; ++i) candidate[i] = sum[i] / step;
-        chosen_loss = log_loss(candidate);
-      }
-      better = chosen_loss < best_loss;
-    }
-    if (better) {
-      if (tie_break && chosen_loss == kUnscored) {
-        for (std::size_t i = 0; i < values; ++i) candidate[i] = sum[i] / step;
-        chosen_loss = log_loss(candidate);
-      }
+    if (best_counts.empty() || beats(chosen_score, chosen_loss, best_score, best_loss)) {
       best_score = chosen_score;
       best_loss = chosen_loss;
       best_counts = counts;

@@ -22,12 +22,6 @@ void SetBit(std::vector<std::uint32_t>& bits, int bin) {
   bits[word] |= 1u << (bin % 32);
 }
 
-// A uniform integer in [0, span) from a stream's key: RandomBelow's value, the key hoisted.
-std::uint64_t KeyedBelow(std::uint64_t key, std::uint64_t counter, std::uint64_t span) {
-  const auto value = static_cast<std::uint64_t>(KeyedUniform(key, counter) * double(span));
-  return value < span ? value : span - 1;
-}
-
 bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
   const auto word = static_cast<std::size_t>(bin / 32);
   return word < bits.size() && ((bits[word] >> (bin % 32)) & 1u);

@@ -204,17 +204,21 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
   std::vector<float> reference_norms(static_cast<std::size_t>(references));
   for (std::int64_t row = 0; row < references; ++row) {
     for (int d = 0; d < dims; ++d) columns[d * references + row] = reference[row * dims + d];
-    reference_norms[row] = SquaredNorm(reference.data() + row * dims, dims, 1);
+    reference_norms[row] = SquaredNorm(reference.data() + row * dims, dims);
   }
   constexpr std::int64_t kQueryTile = 4;
 #pragma omp parallel num_threads(context.Threads())
   {
     std::vector<float> dots(static_cast<std::size_t>(kQueryTile * kReferenceBlock));
     std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
+    std::vector<float> query_norms(static_cast<std::size_t>(kQueryBlock));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t first = block * kQueryBlock;
       const std::int64_t count = std::min(kQueryBlock, queries - first);
+      for (std::int64_t at = 0; at < count; ++at) {
+        query_norms[at] = SquaredNorm(query.data() + (first + at) * dims, dims);
+      }
       for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
         const std::int64_t width = std::min(kReferenceBlock, references - start);
         const float* norms = reference_norms.data() + start;
@@ -223,7 +227,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
           Dots(query.data() + tile * dims, rows, dims, columns.data() + start, references, width,
                dots.data());
           for (std::int64_t at = 0; at < rows; ++at) {
-            const float query_norm = SquaredNorm(query.data() + (tile + at) * dims, dims, 1);
+            const float query_norm = query_norms[tile - first + at];
             const float* row_dots = dots.data() + at * width;
             float* sum = sums.data();
             for (std::int64_t column = 0; column < width; ++column) {

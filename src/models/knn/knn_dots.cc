@@ -123,9 +123,9 @@ void Dots(const float* query, std::int64_t count, int dims, const float* columns
   PortableDots(query, count, dims, columns, stride, width, out);
 }
 
-float SquaredNorm(const float* values, int dims, std::int64_t step) {
+float SquaredNorm(const float* values, int dims) {
   float sum = 0.0f;
-  for (int d = 0; d < dims; ++d) sum = std::fma(values[d * step], values[d * step], sum);
+  for (int d = 0; d < dims; ++d) sum = std::fma(values[d], values[d], sum);
   return sum;
 }
 

@@ -14,8 +14,8 @@ namespace tabforge::knn {
 void Dots(const float* query, std::int64_t count, int dims, const float* columns,
           std::int64_t stride, std::int64_t width, float* out);
 
-// sum over d of values[d * step]^2, in order with fused multiply-adds (Dots' arithmetic).
-float SquaredNorm(const float* values, int dims, std::int64_t step);
+// sum over d of values[d]^2, in order with fused multiply-adds (Dots' arithmetic).
+float SquaredNorm(const float* values, int dims);
 
 // Whether Dots takes its AVX2 path on this processor.
 bool DotsUseAvx2();
