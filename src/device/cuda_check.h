@@ -60,6 +60,45 @@ class DeviceArray {
   std::size_t size_ = 0;
 };
 
+// `count` elements of T in page-locked host memory mapped into the device's address space
+// (copies to and from it run asynchronously; kernels may write it directly), freed with the
+// object.
+template <typename T>
+class PinnedArray {
+ public:
+  PinnedArray() = default;
+  ~PinnedArray() { Release(); }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+
+  // Reallocates when `count` differs (contents are not kept).
+  void Resize(std::size_t count) {
+    if (count == size_) return;
+    Release();
+    if (count > 0) {
+      TFG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T),
+                                   cudaHostAllocMapped));
+      TFG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), data_, 0));
+    }
+    size_ = count;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T* device_data() { return device_; }  // the same memory, as kernels address it
+  std::size_t size() const { return size_; }
+
+ private:
+  void Release() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    device_ = nullptr;
+    size_ = 0;
+  }
+  T* data_ = nullptr;
+  T* device_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // Resizes `target` to `count` elements and copies them from host memory.
 template <typename T>
 void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {

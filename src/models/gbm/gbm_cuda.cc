@@ -1,7 +1,7 @@
 // The GBM's CUDA rounds (CUDA builds only; gbm_no_cuda.cc answers in CPU-only ones): rows,
 // scores and gradients stay on the device; each round runs the kernels of gbm_kernels.cu and
-// grows its trees with DeviceTreeGrower. Only finished trees and a few scalars per tree (the
-// largest |gradient|, split candidates, leaf sums) come back to the host.
+// grows its trees with DeviceTreeGrower. Only finished trees come back to the host (and, with
+// bagging, the size of each round's bag).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +12,7 @@
 #include "models/gbm/gbm_kernels.h"
 #include "models/gbm/gbm_rounds.h"
 #include "models/tree/device_grower.h"
+#include "models/tree/device_kernels.h"
 
 namespace tabforge::gbm {
 namespace {
@@ -52,14 +53,14 @@ class CudaRoundTrainer final : public RoundTrainer {
     kernels::InitScores(scores_.data(), device_init.data(), outputs_,
                         static_cast<std::int64_t>(cells));
     max_bits_.Resize(1);
+    scales_.Resize(1);
+    leaf_values_.Resize(static_cast<std::size_t>(std::max(setup.grower.num_leaves, 2)));
     if (setup.bagging) {
       in_bag_.Resize(static_cast<std::size_t>(rows_));
       bag_.Resize(static_cast<std::size_t>(rows_));
       bag_count_.Resize(1);
       select_temp_.Resize(kernels::BagScratchBytes(rows_));
     }
-    leaf_values_.Resize(static_cast<std::size_t>(setup.grower.num_leaves));
-    ranges_.Resize(2 * static_cast<std::size_t>(setup.grower.num_leaves));
     TFG_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
@@ -85,72 +86,63 @@ class CudaRoundTrainer final : public RoundTrainer {
       if (outputs > 1) {
         kernels::MaxAbsGradient(class_gradient, rows, max_bits_.data());
       }
-      unsigned int bits = 0;
-      TFG_CUDA_CHECK(
-          cudaMemcpy(&bits, max_bits_.data(), sizeof(unsigned int), cudaMemcpyDeviceToHost));
-      float max_float = 0;
-      std::memcpy(&max_float, &bits, sizeof(float));
-      const double max_gradient = max_float;
-      tree::DeviceGradients quantized;
-      quantized.gradient_scale = max_gradient > 0 ? max_gradient / double(setup_.level) : 1.0;
-      quantized.hessian_scale = 1.0 / setup_.objective.hessian_fixed;
-      quantized.max_abs_gradient = max_gradient;
+      kernels::ComputeScales(max_bits_.data(), setup_.level, setup_.objective.hessian_fixed,
+                             scales_.data());
       const std::uint64_t stream = kQuantizeStream + std::uint64_t(round) * outputs + k;
       kernels::Quantize(class_gradient, outputs > 1 ? hessians_.data() + k * rows : nullptr,
-                        quantized.gradient_scale, setup_.level, params_.seed, stream, pairs_.data(),
-                        rows);
+                        scales_.data(), setup_.level, params_.seed, stream, pairs_.data(), rows);
+      tree::DeviceGradients quantized;
       quantized.pairs = pairs_.data();
       quantized.exact_gradients = class_gradient;
+      quantized.scales = scales_.data();
       tree::Tree tree = grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized,
                                      active, params_.seed ^ (std::uint64_t(round) * outputs + k));
-      for (double& value : tree.leaf_values()) value *= params_.learning_rate;
       UpdateScores(tree, k);
+      for (double& value : tree.leaf_values()) value *= params_.learning_rate;
+      if (setup_.bagging) AddOutOfBagScores(tree, k);
       trees.push_back(std::move(tree));
     }
   }
 
  private:
+  // Adds the tree's leaf values (unscaled on the device; times the learning rate as the host
+  // scales them) to the scores of the rows it was grown on.
   void UpdateScores(const tree::Tree& tree, int output) {
-    const int num_leaves = tree.num_leaves();
+    std::int64_t widest = 1;
+    for (const auto& [begin, end] : grower_.leaf_ranges()) widest = std::max(widest, end - begin);
+    kernels::AddLeafScores(grower_.device_order(), grower_.device_leaf_ranges(), tree.num_leaves(),
+                           widest, grower_.device_leaf_values(), params_.learning_rate,
+                           scores_.data(), outputs_, output);
+  }
+
+  // Rows out of the bag: routed through the tree (leaf values already scaled).
+  void AddOutOfBagScores(const tree::Tree& tree, int output) {
     const std::vector<double>& values = tree.leaf_values();
     TFG_CUDA_CHECK(cudaMemcpyAsync(leaf_values_.data(), values.data(),
                                    sizeof(double) * values.size(), cudaMemcpyHostToDevice));
-    std::vector<std::int64_t> ranges;
-    std::int64_t widest = 1;
-    for (const auto& [begin, end] : grower_.leaf_ranges()) {
-      ranges.push_back(begin);
-      ranges.push_back(end);
-      widest = std::max(widest, end - begin);
+    std::vector<kernels::RouteNode> nodes;
+    for (const tree::TreeNode& node : tree.nodes()) {
+      const bool categorical = node.categorical;
+      nodes.push_back({static_cast<int>(node.feature), categorical ? 1 : 0,
+                       node.default_left ? 1 : 0, node.threshold_bin, node.missing_bin,
+                       categorical ? node.bitset.begin : 0, categorical ? node.bitset.end : 0,
+                       node.left, node.right});
     }
-    TFG_CUDA_CHECK(cudaMemcpyAsync(ranges_.data(), ranges.data(),
-                                   sizeof(std::int64_t) * ranges.size(), cudaMemcpyHostToDevice));
-    kernels::AddLeafScores(grower_.device_order(), ranges_.data(), num_leaves, widest,
-                           leaf_values_.data(), scores_.data(), outputs_, output);
-    if (setup_.bagging) {
-      std::vector<kernels::RouteNode> nodes;
-      for (const tree::TreeNode& node : tree.nodes()) {
-        const bool categorical = node.categorical;
-        nodes.push_back({static_cast<int>(node.feature), categorical ? 1 : 0,
-                         node.default_left ? 1 : 0, node.threshold_bin, node.missing_bin,
-                         categorical ? node.bitset.begin : 0, categorical ? node.bitset.end : 0,
-                         node.left, node.right});
-      }
-      if (nodes.empty()) {
-        // A single leaf: every row takes its value.
-        nodes.push_back({0, 0, 0, 0x7fffffff, -1, 0, 0, ~0, ~0});
-      }
-      Upload(nodes_, nodes.data(), nodes.size());
-      const std::vector<std::uint32_t>& bitsets = tree.bitsets();
-      std::vector<std::uint32_t> words = bitsets.empty() ? std::vector<std::uint32_t>{0} : bitsets;
-      Upload(bitsets_, words.data(), words.size());
-      const int stride = setup_.bins->num_features;
-      const bool wide = setup_.bins->wide();
-      kernels::AddOutOfBagScores(
-          wide ? nullptr : static_cast<const std::uint8_t*>(grower_.device_bins()),
-          wide ? static_cast<const std::uint16_t*>(grower_.device_bins()) : nullptr, stride,
-          in_bag_.data(), nodes_.data(), bitsets_.data(), leaf_values_.data(), scores_.data(),
-          outputs_, output, rows_);
+    if (nodes.empty()) {
+      // A single leaf: every row takes its value.
+      nodes.push_back({0, 0, 0, 0x7fffffff, -1, 0, 0, ~0, ~0});
     }
+    Upload(nodes_, nodes.data(), nodes.size());
+    const std::vector<std::uint32_t>& bitsets = tree.bitsets();
+    std::vector<std::uint32_t> words = bitsets.empty() ? std::vector<std::uint32_t>{0} : bitsets;
+    Upload(bitsets_, words.data(), words.size());
+    const int stride = setup_.bins->num_features;
+    const bool wide = setup_.bins->wide();
+    kernels::AddOutOfBagScores(
+        wide ? nullptr : static_cast<const std::uint8_t*>(grower_.device_bins()),
+        wide ? static_cast<const std::uint16_t*>(grower_.device_bins()) : nullptr, stride,
+        in_bag_.data(), nodes_.data(), bitsets_.data(), leaf_values_.data(), scores_.data(),
+        outputs_, output, rows_);
   }
 
   const RoundSetup& setup_;
@@ -165,13 +157,13 @@ class CudaRoundTrainer final : public RoundTrainer {
   DeviceArray<double> labels_;
   DeviceArray<double> weights_;
   DeviceArray<unsigned int> max_bits_;
+  DeviceArray<tree::kernels::RoundScales> scales_;
   DeviceArray<std::uint8_t> in_bag_;
   DeviceArray<std::int32_t> bag_;
   DeviceArray<int> bag_count_;
   DeviceArray<std::uint8_t> select_temp_;
   std::int64_t bag_rows_ = 0;
   DeviceArray<double> leaf_values_;
-  DeviceArray<std::int64_t> ranges_;
   DeviceArray<kernels::RouteNode> nodes_;
   DeviceArray<std::uint32_t> bitsets_;
 };

@@ -7,6 +7,7 @@
 
 #include "device/cuda_check.h"
 #include "models/gbm/gbm_kernels.h"
+#include "models/tree/device_kernels.h"
 
 namespace tabforge::gbm::kernels {
 namespace {
@@ -55,9 +56,18 @@ __global__ void MaxAbsKernel(const float* gradients, std::int64_t rows, unsigned
   atomicMax(max_bits, local);
 }
 
+__global__ void ScalesKernel(const unsigned int* max_bits, std::int64_t level,
+                             double hessian_fixed, RoundScales* scales) {
+  const double max_gradient = __uint_as_float(*max_bits);
+  scales->gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
+  scales->hessian_scale = 1.0 / hessian_fixed;
+  scales->max_abs_gradient = max_gradient;
+}
+
 __global__ void QuantizeKernel(const float* gradients, const std::uint32_t* class_hessians,
-                               double scale, std::int64_t level, std::uint64_t seed,
+                               const RoundScales* scales, std::int64_t level, std::uint64_t seed,
                                std::uint64_t stream, tree::GradientPair* pairs, std::int64_t rows) {
+  const double scale = scales->gradient_scale;
   for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
        row += std::int64_t(gridDim.x) * blockDim.x) {
     pairs[row].gradient = QuantizeGradient(gradients[row], scale, level, seed, stream, row);
@@ -74,12 +84,13 @@ __global__ void BagKernel(std::uint64_t seed, std::uint64_t stream, double fract
 }
 
 // Adds each leaf's value to the scores of its rows (positions [begin, end) of `order`).
-__global__ void LeafScoreKernel(const std::int32_t* order, const std::int64_t* ranges,
-                                const double* values, float* scores, int outputs, int output) {
+__global__ void LeafScoreKernel(const std::int32_t* order, const long long* ranges,
+                                const double* values, double learning_rate, float* scores,
+                                int outputs, int output) {
   const int leaf = blockIdx.y;
   const std::int64_t begin = ranges[2 * leaf];
   const std::int64_t end = ranges[2 * leaf + 1];
-  const double value = values[leaf];
+  const double value = values[leaf] * learning_rate;
   for (std::int64_t at = begin + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < end;
        at += std::int64_t(gridDim.x) * blockDim.x) {
     float& score = scores[std::int64_t(order[at]) * outputs + output];
@@ -139,11 +150,17 @@ void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max
   CheckLaunch("MaxAbsKernel");
 }
 
-void Quantize(const float* gradients, const std::uint32_t* class_hessians, double scale,
-              std::int64_t level, std::uint64_t seed, std::uint64_t stream,
-              tree::GradientPair* pairs, std::int64_t rows) {
-  QuantizeKernel<<<GridFor(rows), kThreads>>>(gradients, class_hessians, scale, level, seed, stream,
-                                              pairs, rows);
+void ComputeScales(const unsigned int* max_bits, std::int64_t level, double hessian_fixed,
+                   RoundScales* scales) {
+  ScalesKernel<<<1, 1>>>(max_bits, level, hessian_fixed, scales);
+  CheckLaunch("ScalesKernel");
+}
+
+void Quantize(const float* gradients, const std::uint32_t* class_hessians,
+              const RoundScales* scales, std::int64_t level, std::uint64_t seed,
+              std::uint64_t stream, tree::GradientPair* pairs, std::int64_t rows) {
+  QuantizeKernel<<<GridFor(rows), kThreads>>>(gradients, class_hessians, scales, level, seed,
+                                              stream, pairs, rows);
   CheckLaunch("QuantizeKernel");
 }
 
@@ -166,12 +183,13 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
                                             bag_count, static_cast<int>(rows)));
 }
 
-void AddLeafScores(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,
-                   std::int64_t widest_leaf, const double* values, float* scores, int outputs,
-                   int output) {
+void AddLeafScores(const std::int32_t* order, const long long* ranges, int leaf_count,
+                   std::int64_t widest_leaf, const double* values, double learning_rate,
+                   float* scores, int outputs, int output) {
   const dim3 grid(static_cast<unsigned>(std::min(GridFor(widest_leaf), 256)),
                   static_cast<unsigned>(leaf_count));
-  LeafScoreKernel<<<grid, kThreads>>>(order, ranges, values, scores, outputs, output);
+  LeafScoreKernel<<<grid, kThreads>>>(order, ranges, values, learning_rate, scores, outputs,
+                                      output);
   CheckLaunch("LeafScoreKernel");
 }
 

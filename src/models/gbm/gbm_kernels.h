@@ -8,7 +8,13 @@
 #include "models/gbm/gbm_objective.h"
 #include "models/tree/histogram.h"
 
+namespace tabforge::tree::kernels {
+struct RoundScales;
+}
+
 namespace tabforge::gbm::kernels {
+
+using tree::kernels::RoundScales;
 
 // A tree node as the routing kernel reads it (Tree::LeafOfBins's fields).
 struct RouteNode {
@@ -33,10 +39,16 @@ void ComputeGradients(const RowGradientParams& objective, const float* scores, c
 // The largest |gradient| of `rows` gradients, as float bits into *max_bits (zeroed first).
 void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max_bits);
 
-// pairs[r].gradient = QuantizeGradient(...); with class_hessians, pairs[r].hessian too.
-void Quantize(const float* gradients, const std::uint32_t* class_hessians, double scale,
-              std::int64_t level, std::uint64_t seed, std::uint64_t stream,
-              tree::GradientPair* pairs, std::int64_t rows);
+// The round's scales from the largest |gradient| (*max_bits, as float bits): gradients are
+// quantized to integers in [-level, level], hessians are fixed point at 1 / hessian_fixed.
+void ComputeScales(const unsigned int* max_bits, std::int64_t level, double hessian_fixed,
+                   RoundScales* scales);
+
+// pairs[r].gradient = QuantizeGradient(...) at scales->gradient_scale; with class_hessians,
+// pairs[r].hessian too.
+void Quantize(const float* gradients, const std::uint32_t* class_hessians,
+              const RoundScales* scales, std::int64_t level, std::uint64_t seed,
+              std::uint64_t stream, tree::GradientPair* pairs, std::int64_t rows);
 
 // in_bag[r] = the row is in the round's bag; `bag` receives the bagged rows in order and
 // *bag_count their number (device).
@@ -45,11 +57,11 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
              std::int32_t* bag, int* bag_count, std::int64_t rows, void* scratch,
              std::size_t scratch_bytes);
 
-// Adds leaf values to the scores of the rows grouped by leaf (positions ranges[2l, 2l + 1) of
-// `order`), for output `output` of `outputs`.
-void AddLeafScores(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,
-                   std::int64_t widest_leaf, const double* values, float* scores, int outputs,
-                   int output);
+// Adds leaf values times `learning_rate` to the scores of the rows grouped by leaf (positions
+// ranges[2l, 2l + 1) of `order`), for output `output` of `outputs`.
+void AddLeafScores(const std::int32_t* order, const long long* ranges, int leaf_count,
+                   std::int64_t widest_leaf, const double* values, double learning_rate,
+                   float* scores, int outputs, int output);
 
 // Routes the rows outside the bag through the tree by their bins and adds their leaf's value.
 void AddOutOfBagScores(const std::uint8_t* bins8, const std::uint16_t* bins16, int stride,

@@ -14,13 +14,16 @@
 
 namespace tabforge::tree {
 
-// A round's gradients as they sit on the device (the pointers are device memory).
+namespace kernels {
+struct RoundScales;
+}
+
+// A round's gradients as they sit on the device (the pointers are device memory; the scales
+// are written there by the caller's kernels, so no scalar of the round visits the host).
 struct DeviceGradients {
-  const GradientPair* pairs = nullptr;     // by row
-  const float* exact_gradients = nullptr;  // by row
-  double gradient_scale = 1;               // quantized gradient * scale ~ gradient
-  double hessian_scale = 1;                // fixed hessian * scale ~ hessian
-  double max_abs_gradient = 1;
+  const GradientPair* pairs = nullptr;         // by row
+  const float* exact_gradients = nullptr;      // by row
+  const kernels::RoundScales* scales = nullptr;
 };
 
 class DeviceTreeGrower {
@@ -36,14 +39,18 @@ class DeviceTreeGrower {
                                     const GrowerParams& params);
 
   // Grows a tree on the first `num_rows` rows listed in `device_rows` (device memory; null:
-  // every row), as TreeGrower::Grow does: the same tree, leaf values unscaled.
+  // every row), as TreeGrower::Grow does: the same tree, leaf values unscaled. The pointers of
+  // `gradients` should stay the same from tree to tree (the batch graph holds them).
   Tree Grow(const std::int32_t* device_rows, std::int64_t num_rows,
             const DeviceGradients& gradients, const std::vector<std::uint8_t>& active,
             std::uint64_t seed);
 
-  // Device memory: the positions of the last tree's rows, grouped by leaf, and each leaf's
-  // [begin, end) within it (host vector).
+  // The last tree's rows on the device: positions grouped by leaf (device_order), leaf l's
+  // [begin, end) as device_leaf_ranges()[2l, 2l + 1] and, on the host, leaf_ranges(); its
+  // unscaled leaf values on the device.
   const std::int32_t* device_order() const;
+  const long long* device_leaf_ranges() const;
+  const double* device_leaf_values() const;
   const std::vector<std::pair<std::int64_t, std::int64_t>>& leaf_ranges() const;
   // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).
   const void* device_bins() const;

@@ -1,11 +1,14 @@
 // The CUDA grower's kernels: histograms as integer sums with shared-memory atomics (so the
 // order of addition cannot matter), split scans with the CPU's formulas (split_math.h) and its
-// tie order (lowest missing side, then lowest threshold; features are compared on the host in
-// order), partitions, leaf sums in fixed point; a batch of leaf splits takes a few launches.
+// tie order, partitions, leaf sums in fixed point, and the selection that replays the CPU's
+// best-first choices (grower_loop.h) on the device. Every kernel of a batch reads its work from
+// the growth state the previous selection wrote, so a batch has fixed launch shapes and can be
+// replayed as one captured graph.
 #include <algorithm>
 #include <cub/cub.cuh>
 
 #include "core/portable_math.h"
+#include "core/random.h"
 #include "device/cuda_check.h"
 #include "models/tree/device_kernels.h"
 
@@ -16,8 +19,14 @@ constexpr int kThreads = 256;
 // Rows one shared-memory histogram block sums: its 32-bit cells hold |gradient| <= 32767 times
 // this, and 16-bit hessian halves times this, exactly.
 constexpr std::int64_t kRowsPerBlock = 32768;
-// Fewest rows a shared-memory histogram block takes (below it, zeroing and flushing dominate).
+// Fewest rows a shared-memory histogram chunk takes (below it, zeroing and flushing dominate).
 constexpr std::int64_t kMinRowsPerBlock = 2048;
+// Rows of one chunk of the global-memory histogram.
+constexpr std::int64_t kWideRows = 2048;
+// Threads of the scan (one leaf per block, one feature per warp at a time) and selection.
+constexpr int kScanThreads = 256;
+constexpr int kScanWarps = kScanThreads / 32;
+constexpr int kSelectThreads = 256;
 
 static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words");
 static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
@@ -48,160 +57,331 @@ __device__ inline void SmallerChild(const BatchSplit& split, std::int64_t& begin
   count = split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
 }
 
-// Histogram of split blockIdx.z's smaller child for the features of group g = blockIdx.y:
-// [groups[2g], groups[2g + 1]), summed in shared memory. Block x takes a contiguous run of at
-// most kRowsPerBlock rows, so its per-cell sums fit 32-bit words: the quantized gradient sum,
-// the count, and the fixed-point hessian as two 16-bit halves (32-bit shared atomics are native;
-// 64-bit ones are compare-and-swap loops). The nonzero cells are then added, in 64 bits, to the
-// histogram: integer sums, so the order of addition cannot matter.
-template <typename Bin>
-__global__ void HistogramKernel(const Bin* bins, int stride, const std::int32_t* order,
-                                const BatchSplit* splits, const GradientPair* pairs,
-                                const int* groups, const std::int64_t* offsets) {
-  extern __shared__ std::uint32_t words[];
-  const BatchSplit& split = splits[blockIdx.z];
-  std::int64_t begin = 0;
-  std::int64_t count = 0;
-  SmallerChild(split, begin, count);
-  // A small leaf takes only the blocks it fills (a block costs a shared-memory zeroing and
-  // flush), a large one spreads over the grid.
-  std::int64_t rows_per_block = (count + gridDim.x - 1) / gridDim.x;
-  if (rows_per_block < kMinRowsPerBlock) rows_per_block = kMinRowsPerBlock;
-  const std::int64_t first_row = blockIdx.x * rows_per_block;
-  if (first_row >= count) return;  // a small leaf: no rows for this block
-  const std::int64_t rows = rows_per_block < count - first_row ? rows_per_block : count - first_row;
-  const int first = groups[2 * blockIdx.y];
-  const int last = groups[2 * blockIdx.y + 1];
-  const int group_features = last - first;
-  const std::int64_t base = offsets[first];
-  const int cells = static_cast<int>(offsets[last] - base);
-  for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
-  __syncthreads();
-  const std::int32_t* block_rows = order + begin + first_row;
-  auto add = [&](std::int32_t row, int feature, int cell_base) {
-    const GradientPair pair = pairs[row];
-    std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
-    atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-    atomicAdd(at + 1, 1u);
-    atomicAdd(at + 2, pair.hessian & 0xffffu);
-    atomicAdd(at + 3, pair.hessian >> 16);
-  };
-  if (group_features <= static_cast<int>(blockDim.x)) {
-    // Thread t takes feature t % group_features of every (blockDim.x / group_features)-th
-    // row: consecutive threads read one row's consecutive bins, and no division is left in
-    // the loop.
-    const int rows_per_pass = static_cast<int>(blockDim.x) / group_features;
-    const int row_lane = static_cast<int>(threadIdx.x) / group_features;
-    const int feature = first + static_cast<int>(threadIdx.x) % group_features;
-    if (row_lane < rows_per_pass) {
-      const int cell_base = static_cast<int>(offsets[feature] - base);
-      for (int position = row_lane; position < static_cast<int>(rows); position += rows_per_pass) {
-        add(block_rows[position], feature, cell_base);
-      }
-    }
-  } else {
-    // More features than threads (narrow ones): items (row, feature) in turn.
-    const int items = static_cast<int>(rows) * group_features;
-    for (int item = static_cast<int>(threadIdx.x); item < items; item += blockDim.x) {
-      const int position = item / group_features;
-      const int feature = first + (item - position * group_features);
-      add(block_rows[position], feature, static_cast<int>(offsets[feature] - base));
+// The split of the batch whose work items include `item`: the last s < count with
+// prefix[s] <= item (prefix: each split's first item).
+__device__ inline int SplitOfItem(const int* prefix, int count, int item) {
+  int low = 0;
+  int high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (prefix[middle] <= item) {
+      low = middle;
+    } else {
+      high = middle - 1;
     }
   }
-  __syncthreads();
-  Word* out = split.smaller + 2 * base;
-  for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
-    const std::uint32_t* at = words + 4 * cell;
-    if (at[1] == 0) continue;
-    const long long gradient = static_cast<std::int32_t>(at[0]);
-    atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
-    atomicAdd(&out[2 * cell + 1], static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
-  }
+  return low;
 }
 
-// The same for features too wide for shared memory (16-bit bins): straight into the histogram
-// with 64-bit global atomics, over a grid-stride loop.
-template <typename Bin>
-__global__ void WideHistogramKernel(const Bin* bins, int stride, const std::int32_t* order,
-                                    const BatchSplit* splits, const GradientPair* pairs,
-                                    const int* groups, const std::int64_t* offsets) {
-  const BatchSplit& split = splits[blockIdx.z];
-  std::int64_t begin = 0;
-  std::int64_t count = 0;
-  SmallerChild(split, begin, count);
-  const int first = groups[2 * blockIdx.y];
-  const int last = groups[2 * blockIdx.y + 1];
-  const int group_features = last - first;
-  const std::int64_t items = count * group_features;
-  Word* target = split.smaller;
-  for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
-       item += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t position = item / group_features;
-    const int feature = first + static_cast<int>(item - position * group_features);
-    const std::int32_t row = order[begin + position];
-    const GradientPair pair = pairs[row];
-    const std::int64_t cell = offsets[feature] + BinOf(bins, stride, row, feature);
-    atomicAdd(&target[2 * cell],
-              static_cast<Word>(static_cast<long long>(pair.gradient) * (1ll << 32) + 1));
-    atomicAdd(&target[2 * cell + 1], static_cast<Word>(pair.hessian));
-  }
+__device__ inline Word* HistogramOf(const GrowContext& context, int slot) {
+  return context.histograms + 2 * std::size_t(slot) * context.groups.total_bins;
 }
 
 // Zeroes each split's smaller histogram and sets its partition cursors (left rows are written
 // from begin, right rows from begin + lefts).
-__global__ void PrepareKernel(const BatchSplit* splits, std::int64_t words,
-                              unsigned long long* cursors) {
-  const BatchSplit& split = splits[blockIdx.y];
-  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
-       at += std::int64_t(gridDim.x) * blockDim.x) {
-    split.smaller[at] = 0;
+__global__ void PrepareKernel(GrowContext context) {
+  const int count = context.state->batch_count;
+  const std::int64_t words = 2 * context.groups.total_bins;
+  for (int s = blockIdx.y; s < count; s += gridDim.y) {
+    const BatchSplit& split = context.batch[s];
+    for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
+         at += std::int64_t(gridDim.x) * blockDim.x) {
+      split.smaller[at] = 0;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      context.cursors[2 * s] = static_cast<unsigned long long>(split.begin);
+      context.cursors[2 * s + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+    }
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    cursors[2 * blockIdx.y] = static_cast<unsigned long long>(split.begin);
-    cursors[2 * blockIdx.y + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+}
+
+// Histograms of the batch's smaller children for the features of group g = blockIdx.y:
+// [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
+// most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
+// gradient sum, the count, and the fixed-point hessian as two 16-bit halves (32-bit shared
+// atomics are native; 64-bit ones are compare-and-swap loops). The nonzero cells are then
+// added, in 64 bits, to the histogram: integer sums, so the order of addition cannot matter.
+template <typename Bin>
+__global__ void HistogramKernel(GrowContext context, const Bin* bins) {
+  extern __shared__ std::uint32_t words[];
+  const GrowState& state = *context.state;
+  const int count = state.batch_count;
+  const int chunks = state.histogram_chunks;
+  const int stride = context.bins.stride;
+  const std::int64_t* offsets = context.groups.offsets;
+  const int first = context.groups.shared[2 * blockIdx.y];
+  const int last = context.groups.shared[2 * blockIdx.y + 1];
+  const int group_features = last - first;
+  const std::int64_t base = offsets[first];
+  const int cells = static_cast<int>(offsets[last] - base);
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.histogram_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    std::int64_t begin = 0;
+    std::int64_t child_rows = 0;
+    SmallerChild(split, begin, child_rows);
+    const std::int64_t chunk_rows = context.histogram_rows[s];
+    const std::int64_t first_row = std::int64_t(item - context.histogram_prefix[s]) * chunk_rows;
+    const std::int64_t rows =
+        chunk_rows < child_rows - first_row ? chunk_rows : child_rows - first_row;
+    for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
+    __syncthreads();
+    const std::int32_t* block_rows = context.order + begin + first_row;
+    auto add = [&](std::int32_t row, int feature, int cell_base) {
+      const GradientPair pair = context.pairs[row];
+      std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
+      atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+      atomicAdd(at + 1, 1u);
+      atomicAdd(at + 2, pair.hessian & 0xffffu);
+      atomicAdd(at + 3, pair.hessian >> 16);
+    };
+    if (group_features <= static_cast<int>(blockDim.x)) {
+      // Thread t takes feature t % group_features of every (blockDim.x / group_features)-th
+      // row: consecutive threads read one row's consecutive bins, and no division is left in
+      // the loop.
+      const int rows_per_pass = static_cast<int>(blockDim.x) / group_features;
+      const int row_lane = static_cast<int>(threadIdx.x) / group_features;
+      const int feature = first + static_cast<int>(threadIdx.x) % group_features;
+      if (row_lane < rows_per_pass) {
+        const int cell_base = static_cast<int>(offsets[feature] - base);
+        for (int position = row_lane; position < static_cast<int>(rows);
+             position += rows_per_pass) {
+          add(block_rows[position], feature, cell_base);
+        }
+      }
+    } else {
+      // More features than threads (narrow ones): items (row, feature) in turn.
+      const int items = static_cast<int>(rows) * group_features;
+      for (int at = static_cast<int>(threadIdx.x); at < items; at += blockDim.x) {
+        const int position = at / group_features;
+        const int feature = first + (at - position * group_features);
+        add(block_rows[position], feature, static_cast<int>(offsets[feature] - base));
+      }
+    }
+    __syncthreads();
+    Word* out = split.smaller + 2 * base;
+    for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
+      const std::uint32_t* at = words + 4 * cell;
+      if (at[1] == 0) continue;
+      const long long gradient = static_cast<std::int32_t>(at[0]);
+      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
+      atomicAdd(&out[2 * cell + 1], static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
+    }
+    __syncthreads();  // the shared cells are zeroed for the next item
+  }
+}
+
+// The same for features too wide for shared memory (16-bit bins): straight into the histogram
+// with 64-bit global atomics, in chunks of kWideRows rows.
+template <typename Bin>
+__global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
+  const GrowState& state = *context.state;
+  const int count = state.batch_count;
+  const int chunks = state.wide_chunks;
+  const int stride = context.bins.stride;
+  const std::int64_t* offsets = context.groups.offsets;
+  const int first = context.groups.global[2 * blockIdx.y];
+  const int last = context.groups.global[2 * blockIdx.y + 1];
+  const int group_features = last - first;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.wide_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    std::int64_t begin = 0;
+    std::int64_t child_rows = 0;
+    SmallerChild(split, begin, child_rows);
+    const std::int64_t first_row = std::int64_t(item - context.wide_prefix[s]) * kWideRows;
+    const std::int64_t rows =
+        kWideRows < child_rows - first_row ? kWideRows : child_rows - first_row;
+    const std::int64_t items = rows * group_features;
+    for (std::int64_t at = threadIdx.x; at < items; at += blockDim.x) {
+      const std::int64_t position = at / group_features;
+      const int feature = first + static_cast<int>(at - position * group_features);
+      const std::int32_t row = context.order[begin + first_row + position];
+      const GradientPair pair = context.pairs[row];
+      const std::int64_t cell = offsets[feature] + BinOf(bins, stride, row, feature);
+      atomicAdd(&split.smaller[2 * cell],
+                static_cast<Word>(static_cast<long long>(pair.gradient) * (1ll << 32) + 1));
+      atomicAdd(&split.smaller[2 * cell + 1], static_cast<Word>(pair.hessian));
+    }
   }
 }
 
 // larger -= smaller for each split with a parent histogram.
-__global__ void SubtractBatchKernel(const BatchSplit* splits, std::int64_t words) {
-  const BatchSplit& split = splits[blockIdx.y];
-  if (split.larger == nullptr) return;
-  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
-       at += std::int64_t(gridDim.x) * blockDim.x) {
-    split.larger[at] -= split.smaller[at];
+__global__ void SubtractKernel(GrowContext context) {
+  const int count = context.state->batch_count;
+  const std::int64_t words = 2 * context.groups.total_bins;
+  for (int s = blockIdx.y; s < count; s += gridDim.y) {
+    const BatchSplit& split = context.batch[s];
+    if (split.larger == nullptr) continue;
+    for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
+         at += std::int64_t(gridDim.x) * blockDim.x) {
+      split.larger[at] -= split.smaller[at];
+    }
   }
+}
+
+// Whether a row goes left at a split (the CPU's Partition rule).
+template <typename Bin>
+__device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& rule,
+                                std::int32_t row) {
+  const int bin = BinOf(bins, stride, row, rule.feature);
+  if (rule.categorical) {
+    return bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
+  }
+  return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
+}
+
+// The batch's rows go to spare: a split's left ones from begin, right ones from begin + lefts.
+// A work item is blockDim.x positions of one split; it takes its slots with one atomic per
+// side (the warps' counts scanned in shared memory), not one per warp: the root of a large
+// problem otherwise queues every warp of the grid on the same two counters.
+template <typename Bin>
+__global__ void PartitionKernel(GrowContext context, const Bin* bins) {
+  const int count = context.state->batch_count;
+  const int chunks = context.state->partition_chunks;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ unsigned warp_lefts[kWarps];
+  __shared__ unsigned warp_rights[kWarps];
+  __shared__ unsigned long long bases[2];
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const unsigned below = (1u << lane) - 1u;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.partition_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    const std::int64_t position = split.begin +
+                                  std::int64_t(item - context.partition_prefix[s]) * blockDim.x +
+                                  threadIdx.x;
+    const bool present = position < split.end;
+    const std::int32_t row = present ? context.order[position] : 0;
+    const bool left = present && GoesLeft(bins, context.bins.stride, split.rule, row);
+    const unsigned lefts = __ballot_sync(0xffffffffu, left);
+    const unsigned rights = __ballot_sync(0xffffffffu, present && !left);
+    if (lane == 0) {
+      warp_lefts[warp] = __popc(lefts);
+      warp_rights[warp] = __popc(rights);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned left_total = 0;
+      unsigned right_total = 0;
+      for (int at = 0; at < kWarps; ++at) {
+        const unsigned warp_left = warp_lefts[at];
+        const unsigned warp_right = warp_rights[at];
+        warp_lefts[at] = left_total;
+        warp_rights[at] = right_total;
+        left_total += warp_left;
+        right_total += warp_right;
+      }
+      bases[0] = left_total != 0 ? atomicAdd(&context.cursors[2 * s], left_total) : 0;
+      bases[1] = right_total != 0 ? atomicAdd(&context.cursors[2 * s + 1], right_total) : 0;
+    }
+    __syncthreads();
+    if (present) {
+      const std::int64_t at =
+          left ? std::int64_t(bases[0] + warp_lefts[warp]) + __popc(lefts & below)
+               : std::int64_t(bases[1] + warp_rights[warp]) + __popc(rights & below);
+      context.spare[at] = row;
+    }
+    __syncthreads();  // the shared counts are rewritten by the next item
+  }
+}
+
+// Copies each partitioned range back from spare.
+__global__ void CopyBackKernel(GrowContext context) {
+  const int count = context.state->batch_count;
+  const int chunks = context.state->partition_chunks;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.partition_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    const std::int64_t at = split.begin +
+                            std::int64_t(item - context.partition_prefix[s]) * blockDim.x +
+                            threadIdx.x;
+    if (at < split.end) context.order[at] = context.spare[at];
+  }
+}
+
+// The root's sums: every row is in one bin of feature 0, so that feature's cells sum to them.
+__global__ void RootTotalKernel(GrowContext context) {
+  const long long* cells = reinterpret_cast<const long long*>(HistogramOf(context, 0));
+  long long packed = 0;
+  long long hessian = 0;
+  for (int bin = threadIdx.x; bin < context.num_bins[0]; bin += 32) {
+    packed += cells[2 * bin];
+    hessian += cells[2 * bin + 1];
+  }
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    packed += __shfl_down_sync(0xffffffffu, packed, shift);
+    hessian += __shfl_down_sync(0xffffffffu, hessian, shift);
+  }
+  if (threadIdx.x == 0) {
+    context.leaves[0].total_packed = packed;
+    context.leaves[0].total_hessian = hessian;
+  }
+}
+
+// The parameters of one scan: the tree's scales with the split limits.
+struct ScanArgs {
+  const ScanParams& params;
+  double gradient_scale;
+  double hessian_scale;
+};
+
+// One feature's best split for one leaf; feature < 0 when there is none.
+struct FeatureSplit {
+  double gain;
+  int feature;
+  int categorical;
+  int default_left;
+  int threshold_bin;
+  long long left_packed;
+  long long left_hessian;
+  std::uint32_t bitset[kBitsetWords];
+};
+
+__device__ inline void ClearSplit(FeatureSplit& split) {
+  split.gain = -INFINITY;
+  split.feature = -1;
+  split.categorical = 0;
+  split.default_left = 0;
+  split.threshold_bin = 0;
+  split.left_packed = 0;
+  split.left_hessian = 0;
+  for (int word = 0; word < kBitsetWords; ++word) split.bitset[word] = 0;
 }
 
 // The gain of sending `left` left and the rest right, or -inf when the split breaks a limit.
 __device__ inline double SplitGain(long long left_packed, long long left_hessian,
                                    long long total_packed, long long total_hessian, double parent,
-                                   const ScanParams& params, const LeafRegularization& reg) {
+                                   const ScanArgs& args, const LeafRegularization& reg) {
+  const ScanParams& params = args.params;
   const long long left_count = CellCount(left_packed);
   if (left_count < params.min_data_in_leaf) return -INFINITY;
   if (CellCount(total_packed) - left_count < params.min_data_in_leaf) return -INFINITY;
   const long long right_packed = total_packed - left_packed;
-  const double left_h = double(left_hessian) * params.hessian_scale;
-  const double right_h = double(total_hessian - left_hessian) * params.hessian_scale;
+  const double left_h = double(left_hessian) * args.hessian_scale;
+  const double right_h = double(total_hessian - left_hessian) * args.hessian_scale;
   if (left_h < params.min_sum_hessian_in_leaf || right_h < params.min_sum_hessian_in_leaf) {
     return -INFINITY;
   }
-  return LeafGain(double(CellGradient(left_packed)) * params.gradient_scale, left_h, reg) +
-         LeafGain(double(CellGradient(right_packed)) * params.gradient_scale, right_h, reg) -
+  return LeafGain(double(CellGradient(left_packed)) * args.gradient_scale, left_h, reg) +
+         LeafGain(double(CellGradient(right_packed)) * args.gradient_scale, right_h, reg) -
          parent;
 }
 
 // Serial categorical scan (as TreeGrower::ScanCategorical), by one thread.
 __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long long total_packed,
-                                      long long total_hessian, const ScanParams& params,
-                                      Candidate& best) {
+                                      long long total_hessian, const ScanArgs& args,
+                                      FeatureSplit& best) {
+  const ScanParams& params = args.params;
   int used[kMaxCategoryBins];
   int used_count = 0;
   for (int bin = 0; bin < num_bins; ++bin) {
     if (CellCount(cells[2 * bin]) > 0) used[used_count++] = bin;
   }
   if (used_count < 2) return;
-  const double total_g = double(CellGradient(total_packed)) * params.gradient_scale;
-  const double total_h = double(total_hessian) * params.hessian_scale;
+  const double total_g = double(CellGradient(total_packed)) * args.gradient_scale;
+  const double total_h = double(total_hessian) * args.hessian_scale;
   auto consider = [&](const int* side, int side_count, const LeafRegularization& reg) {
     long long left_packed = 0;
     long long left_hessian = 0;
@@ -211,7 +391,7 @@ __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long
     }
     const double parent = LeafGain(total_g, total_h, reg);
     const double gain =
-        SplitGain(left_packed, left_hessian, total_packed, total_hessian, parent, params, reg);
+        SplitGain(left_packed, left_hessian, total_packed, total_hessian, parent, args, reg);
     if (gain > best.gain) {
       best.gain = gain;
       best.categorical = 1;
@@ -235,8 +415,8 @@ __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long
   for (int at = 0; at < used_count; ++at) {
     const int bin = used[at];
     if (CellCount(cells[2 * bin]) < params.min_data_per_group) continue;
-    const double score = double(CellGradient(cells[2 * bin])) * params.gradient_scale /
-                         (double(cells[2 * bin + 1]) * params.hessian_scale + params.cat_smooth);
+    const double score = double(CellGradient(cells[2 * bin])) * args.gradient_scale /
+                         (double(cells[2 * bin + 1]) * args.hessian_scale + params.cat_smooth);
     // Stable insertion by score (the CPU's stable_sort).
     int slot = candidate_count++;
     while (slot > 0 && score < scores[slot - 1]) {
@@ -261,49 +441,42 @@ __device__ void ScanCategoricalDevice(const long long* cells, int num_bins, long
   }
 }
 
-// One warp per (leaf, feature): the best split of that feature for that leaf.
-__global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::int64_t* offsets,
-                           const int* num_bins, const std::uint8_t* categorical,
-                           const std::uint8_t* tried, ScanParams params, Candidate* out) {
-  const int task = blockIdx.x;
-  const int at = task / num_features;
-  const int feature = task % num_features;
-  const int lane = threadIdx.x;
-  Candidate best;
-  best.gain = -INFINITY;
-  best.feature = -1;
-  best.categorical = 0;
-  best.default_left = 0;
-  best.threshold_bin = 0;
-  best.left_packed = 0;
-  best.left_hessian = 0;
-  for (int word = 0; word < kBitsetWords; ++word) best.bitset[word] = 0;
-  const int bins = num_bins[feature];
-  const ScanLeaf leaf = leaves[at];
-  const long long* cells =
-      reinterpret_cast<const long long*>(leaf.histogram) + 2 * offsets[feature];
-  const long long total_packed = leaf.total_packed;
-  const long long total_hessian = leaf.total_hessian;
-  if (!tried[at * num_features + feature] || bins < 2) {
-    if (lane == 0) out[task] = best;
-    return;
+// Whether node `node_key` tries `feature` under node-level sampling (NodeFeatureMask): the
+// ceil(fraction * active) active features with the smallest keys, ties to the lower feature.
+// Computed by a whole warp; every lane gets the answer.
+__device__ bool NodeTries(const GrowContext& context, std::uint64_t seed, std::uint64_t node_key,
+                          int feature) {
+  const double fraction = context.scan.feature_fraction_bynode;
+  if (fraction >= 1.0) return true;
+  const std::uint64_t stream = kNodeFeatureStream ^ node_key;
+  const double key = RandomUniform(seed, stream, feature);
+  int active = 0;
+  int below = 0;
+  for (int other = threadIdx.x % 32; other < context.num_features; other += 32) {
+    if (!context.active[other]) continue;
+    ++active;
+    const double other_key = RandomUniform(seed, stream, other);
+    if (other_key < key || (other_key == key && other < feature)) ++below;
   }
-  if (categorical[feature]) {
-    if (lane == 0) {
-      ScanCategoricalDevice(cells, bins, total_packed, total_hessian, params, best);
-      if (best.gain > -INFINITY) best.feature = feature;
-      out[task] = best;
-    }
-    return;
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    active += __shfl_xor_sync(0xffffffffu, active, shift);
+    below += __shfl_xor_sync(0xffffffffu, below, shift);
   }
-  const double parent = LeafGain(double(CellGradient(total_packed)) * params.gradient_scale,
-                                 double(total_hessian) * params.hessian_scale, params.reg);
+  return below < static_cast<int>(ceil(fraction * double(active)));
+}
+
+// The best numeric split of one feature for one leaf, by a warp (lane 0 holds the answer):
+// thresholds in tiles of 32 with prefix sums by shuffles; ties go to the lowest missing side,
+// then the lowest threshold, as on the CPU.
+__device__ void ScanNumericDevice(const long long* cells, int bins, long long total_packed,
+                                  long long total_hessian, int only, const ScanArgs& args,
+                                  FeatureSplit& best) {
+  const int lane = threadIdx.x % 32;
+  const double parent = LeafGain(double(CellGradient(total_packed)) * args.gradient_scale,
+                                 double(total_hessian) * args.hessian_scale, args.params.reg);
   const long long missing_packed = cells[2 * (bins - 1)];
   const long long missing_hessian = cells[2 * (bins - 1) + 1];
   const bool has_missing = CellCount(missing_packed) > 0;
-  const int only =
-      params.extra_trees ? ExtraTreesThreshold(params.seed, leaf.node_key, feature, bins) : -1;
-  // Each lane's best: gain, then order key (missing side, threshold) for ties.
   double lane_gain = -INFINITY;
   int lane_key = 0x7fffffff;
   long long lane_packed = 0;
@@ -331,7 +504,7 @@ __global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::
       if (threshold > last) continue;
       if (only >= 0 && threshold != (only < last ? only : last)) continue;
       const double gain = SplitGain(left_packed, left_hessian, total_packed, total_hessian, parent,
-                                    params, params.reg);
+                                    args, args.params.reg);
       const int key = missing_left * 65536 + threshold;
       if (gain > -INFINITY && (gain > lane_gain || (gain == lane_gain && key < lane_key))) {
         lane_gain = gain;
@@ -353,100 +526,378 @@ __global__ void ScanKernel(const ScanLeaf* leaves, int num_features, const std::
       lane_hessian = other_hessian;
     }
   }
-  if (lane == 0) {
-    if (lane_gain > -INFINITY) {
-      best.gain = lane_gain;
-      best.feature = feature;
-      best.default_left = lane_key >= 65536;
-      best.threshold_bin = lane_key % 65536;
-      best.left_packed = lane_packed;
-      best.left_hessian = lane_hessian;
-    }
-    out[task] = best;
+  if (lane == 0 && lane_gain > -INFINITY) {
+    best.gain = lane_gain;
+    best.default_left = lane_key >= 65536;
+    best.threshold_bin = lane_key % 65536;
+    best.left_packed = lane_packed;
+    best.left_hessian = lane_hessian;
   }
 }
 
-// Whether a row goes left at a split (the CPU's Partition rule).
-template <typename Bin>
-__device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& rule,
-                                std::int32_t row) {
-  const int bin = BinOf(bins, stride, row, rule.feature);
-  if (rule.categorical) {
-    return bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
-  }
-  return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
-}
-
-// Split blockIdx.y's rows go to spare: left ones from begin, right ones from begin + lefts.
-// Each pass of a block over blockDim.x rows takes its slots with one atomic per side (the
-// warps' counts scanned in shared memory), not one per warp: the root of a large problem
-// otherwise queues every warp of the grid on the same two counters.
-template <typename Bin>
-__global__ void PartitionKernel(const Bin* bins, int stride, const BatchSplit* splits,
-                                const std::int32_t* order, std::int32_t* spare,
-                                unsigned long long* cursors) {
-  const BatchSplit& split = splits[blockIdx.y];
-  if (!split.partition) return;
-  constexpr int kWarps = kThreads / 32;
-  __shared__ unsigned warp_lefts[kWarps];
-  __shared__ unsigned warp_rights[kWarps];
-  __shared__ unsigned long long bases[2];
+// One block per leaf to scan (the batch's children, or the root): each warp scans features
+// warp, warp + kScanWarps, ...; the leaf's best split is the largest gain over the features,
+// ties to the lowest feature, kept only above min_gain_to_split (KeepBetterSplit's rule).
+__global__ void __launch_bounds__(kScanThreads) ScanKernel(GrowContext context) {
+  const GrowState& state = *context.state;
+  if (static_cast<int>(blockIdx.x) >= state.scan_count) return;
+  GrowLeaf& leaf = context.leaves[context.scan_ids[blockIdx.x]];
+  const ScanParams& params = context.scan;
+  const long long total_packed = leaf.total_packed;
+  const long long total_hessian = leaf.total_hessian;
+  const bool splittable = (params.max_depth <= 0 || leaf.depth < params.max_depth) &&
+                          CellCount(total_packed) >= 2 * params.min_data_in_leaf;
+  if (!splittable) return;  // the selection made it without a split
+  const ScanArgs args{params, context.scales->gradient_scale, context.scales->hessian_scale};
+  const std::uint64_t seed = state.seed;
+  const std::uint64_t node_key = leaf.node_key;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const unsigned below = (1u << lane) - 1u;
-  // The same trip count for every thread of the block (the barriers need it).
-  for (std::int64_t start = split.begin + blockIdx.x * std::int64_t(blockDim.x); start < split.end;
-       start += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t position = start + threadIdx.x;
-    const bool present = position < split.end;
-    const std::int32_t row = present ? order[position] : 0;
-    const bool left = present && GoesLeft(bins, stride, split.rule, row);
-    const unsigned lefts = __ballot_sync(0xffffffffu, left);
-    const unsigned rights = __ballot_sync(0xffffffffu, present && !left);
-    if (lane == 0) {
-      warp_lefts[warp] = __popc(lefts);
-      warp_rights[warp] = __popc(rights);
+  const long long* histogram = reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot));
+  FeatureSplit warp_best;
+  ClearSplit(warp_best);
+  for (int feature = warp; feature < context.num_features; feature += kScanWarps) {
+    const int bins = context.num_bins[feature];
+    if (!context.active[feature] || bins < 2) continue;
+    if (!NodeTries(context, seed, node_key, feature)) continue;
+    const long long* cells = histogram + 2 * context.groups.offsets[feature];
+    FeatureSplit found;
+    ClearSplit(found);
+    if (context.categorical[feature]) {
+      if (lane == 0) ScanCategoricalDevice(cells, bins, total_packed, total_hessian, args, found);
+    } else {
+      const int only =
+          params.extra_trees ? ExtraTreesThreshold(seed, node_key, feature, bins) : -1;
+      ScanNumericDevice(cells, bins, total_packed, total_hessian, only, args, found);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned left_total = 0;
-      unsigned right_total = 0;
-      for (int at = 0; at < kWarps; ++at) {
-        const unsigned warp_left = warp_lefts[at];
-        const unsigned warp_right = warp_rights[at];
-        warp_lefts[at] = left_total;
-        warp_rights[at] = right_total;
-        left_total += warp_left;
-        right_total += warp_right;
+    // Features come in increasing order per warp: a strictly larger gain replaces.
+    if (lane == 0 && found.gain > -INFINITY && found.gain > warp_best.gain) {
+      warp_best = found;
+      warp_best.feature = feature;
+    }
+  }
+  __shared__ FeatureSplit bests[kScanWarps];
+  if (lane == 0) bests[warp] = warp_best;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  int chosen = -1;
+  for (int at = 0; at < kScanWarps; ++at) {
+    const FeatureSplit& other = bests[at];
+    if (other.feature < 0) continue;
+    if (chosen < 0 || other.gain > bests[chosen].gain ||
+        (other.gain == bests[chosen].gain && other.feature < bests[chosen].feature)) {
+      chosen = at;
+    }
+  }
+  if (chosen < 0 || !(bests[chosen].gain > params.min_gain_to_split)) return;
+  const FeatureSplit& best = bests[chosen];
+  leaf.gain = best.gain;
+  leaf.feature = best.feature;
+  leaf.categorical = best.categorical;
+  leaf.default_left = best.default_left;
+  leaf.threshold_bin = best.threshold_bin;
+  leaf.left_packed = best.left_packed;
+  leaf.left_hessian = best.left_hessian;
+  for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = best.bitset[word];
+}
+
+// A leaf record with no split yet.
+__device__ inline void OpenLeaf(GrowLeaf& leaf, long long begin, long long end, long long packed,
+                                long long hessian, int depth, int slot,
+                                unsigned long long node_key) {
+  leaf.begin = begin;
+  leaf.end = end;
+  leaf.total_packed = packed;
+  leaf.total_hessian = hessian;
+  leaf.node_key = node_key;
+  leaf.gain = -INFINITY;
+  leaf.left_packed = 0;
+  leaf.left_hessian = 0;
+  leaf.depth = depth;
+  leaf.slot = slot;
+  leaf.left = -1;
+  leaf.right = -1;
+  leaf.feature = -1;
+  leaf.categorical = 0;
+  leaf.default_left = 0;
+  leaf.threshold_bin = 0;
+  for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = 0;
+}
+
+// Work items of a split (the selection's prefix arrays before their scan).
+__device__ inline void SplitWork(const GrowContext& context, const BatchSplit& split, int at) {
+  std::int64_t begin = 0;
+  std::int64_t rows = 0;
+  SmallerChild(split, begin, rows);
+  const std::int64_t spread = (rows + context.max_blocks - 1) / context.max_blocks;
+  const std::int64_t chunk_rows =
+      spread < kMinRowsPerBlock ? kMinRowsPerBlock
+                                : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
+  context.partition_prefix[at + 1] =
+      split.partition ? static_cast<int>((split.end - split.begin + kThreads - 1) / kThreads) : 0;
+  context.histogram_rows[at] = chunk_rows;
+  context.histogram_prefix[at + 1] = static_cast<int>((rows + chunk_rows - 1) / chunk_rows);
+  context.wide_prefix[at + 1] = static_cast<int>((rows + kWideRows - 1) / kWideRows);
+}
+
+// Turns the per-split work counts at [1, count] into first items, and records the totals.
+__device__ inline void ScanWork(const GrowContext& context, int count) {
+  GrowState& state = *context.state;
+  context.partition_prefix[0] = 0;
+  context.histogram_prefix[0] = 0;
+  context.wide_prefix[0] = 0;
+  for (int at = 1; at <= count; ++at) {
+    context.partition_prefix[at] += context.partition_prefix[at - 1];
+    context.histogram_prefix[at] += context.histogram_prefix[at - 1];
+    context.wide_prefix[at] += context.wide_prefix[at - 1];
+  }
+  state.partition_chunks = context.partition_prefix[count];
+  state.histogram_chunks = context.histogram_prefix[count];
+  state.wide_chunks = context.wide_prefix[count];
+}
+
+// Tells the host one more selection ran (and whether the tree is complete).
+__device__ inline void PostStatus(const GrowContext& context) {
+  GrowState& state = *context.state;
+  state.selections += 1;
+  volatile HostStatus* host = context.host;
+  host->done = state.done;
+  __threadfence_system();
+  host->completed = state.selections;
+  __threadfence_system();
+}
+
+__global__ void RootKernel(GrowContext context, long long count, unsigned long long seed) {
+  GrowState& state = *context.state;
+  state.nodes_made = 1;  // the root took key 0
+  state.seed = seed;
+  state.count = count;
+  state.tree_leaves = 1;
+  state.device_leaves = 1;
+  state.slots_used = 1;
+  state.batch_count = 1;
+  state.scan_count = 1;
+  state.done = 0;
+  state.error = 0;
+  state.selections = 0;
+  OpenLeaf(context.leaves[0], 0, count, 0, 0, 0, 0, 0);
+  context.tree_to_device[0] = 0;
+  context.scan_ids[0] = 0;
+  BatchSplit root{};
+  root.begin = 0;
+  root.end = count;
+  root.lefts = count;
+  root.smaller = HistogramOf(context, 0);
+  root.larger = nullptr;
+  root.smaller_is_left = 1;
+  root.partition = 0;
+  context.batch[0] = root;
+  SplitWork(context, root, 0);
+  ScanWork(context, 1);
+}
+
+// After a batch: checks its partitions, replays the best-first choices the CPU loop makes
+// (ChooseLeaf, then commit) as far as the splits made so far allow, and either marks the tree
+// complete or writes the next batch: the leaf chosen next, and (ahead) every other leaf that
+// may split, best first, up to the splits left to make. Dynamic shared memory: a double and an
+// int per tree leaf.
+__global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext context) {
+  extern __shared__ unsigned char select_shared[];
+  double* gains = reinterpret_cast<double*>(select_shared);
+  int* open = reinterpret_cast<int*>(gains + context.num_leaves);
+  __shared__ int chosen_leaf;
+  __shared__ int batch_size;
+  GrowState& state = *context.state;
+  const int lane = threadIdx.x % 32;
+  if (state.done) {
+    if (threadIdx.x == 0) PostStatus(context);
+    return;
+  }
+  for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
+    const BatchSplit& split = context.batch[s];
+    if (split.partition &&
+        (context.cursors[2 * s] != static_cast<unsigned long long>(split.begin + split.lefts) ||
+         context.cursors[2 * s + 1] != static_cast<unsigned long long>(split.end))) {
+      state.error = kGrowBadPartition;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    int leaves = state.tree_leaves;
+    unsigned long long nodes = state.nodes_made;
+    int chosen = -1;
+    while (state.error == 0 && leaves < context.num_leaves) {
+      double best_gain = -INFINITY;
+      int best = -1;
+      for (int leaf = lane; leaf < leaves; leaf += 32) {
+        const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+        if (record.feature >= 0 && (best < 0 || record.gain > best_gain)) {
+          best_gain = record.gain;
+          best = leaf;
+        }
       }
-      bases[0] = left_total != 0 ? atomicAdd(&cursors[2 * blockIdx.y], left_total) : 0;
-      bases[1] = right_total != 0 ? atomicAdd(&cursors[2 * blockIdx.y + 1], right_total) : 0;
+      for (int shift = 16; shift > 0; shift >>= 1) {
+        const double other_gain = __shfl_down_sync(0xffffffffu, best_gain, shift);
+        const int other = __shfl_down_sync(0xffffffffu, best, shift);
+        if (other >= 0 &&
+            (best < 0 || other_gain > best_gain || (other_gain == best_gain && other < best))) {
+          best_gain = other_gain;
+          best = other;
+        }
+      }
+      chosen = __shfl_sync(0xffffffffu, best, 0);
+      if (chosen < 0) break;
+      const int id = context.tree_to_device[chosen];
+      const int left = context.leaves[id].left;
+      if (left < 0) break;  // not split yet: the next batch splits it
+      __syncwarp();
+      if (lane == 0) {
+        context.tree_to_device[chosen] = left;
+        context.tree_to_device[leaves] = context.leaves[id].right;
+      }
+      __syncwarp();
+      ++leaves;
+      nodes += 2;
+      chosen = -1;
+    }
+    if (lane == 0) {
+      chosen_leaf = state.error == 0 ? chosen : -1;
+      state.tree_leaves = leaves;
+      state.nodes_made = nodes;
+    }
+  }
+  __syncthreads();
+  const int chosen = chosen_leaf;
+  const int leaves = state.tree_leaves;
+  if (chosen < 0) {
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+      context.tree_ranges[2 * leaf] = record.begin;
+      context.tree_ranges[2 * leaf + 1] = record.end;
+    }
+    if (threadIdx.x == 0) {
+      state.done = 1;
+      state.batch_count = 0;
+      state.scan_count = 0;
+      state.partition_chunks = 0;
+      state.histogram_chunks = 0;
+      state.wide_chunks = 0;
+      PostStatus(context);
+    }
+    return;
+  }
+  // The batch: the chosen leaf first, then (ahead) the others by gain, ties to the lower leaf.
+  int* parents = context.batch_parents;
+  if (threadIdx.x == 0) {
+    batch_size = 1;
+    parents[0] = context.tree_to_device[chosen];
+  }
+  if (context.ahead) {
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+      open[leaf] = leaf != chosen && record.feature >= 0 && record.left < 0;
+      gains[leaf] = record.gain;
     }
     __syncthreads();
-    if (present) {
-      const std::int64_t at =
-          left ? std::int64_t(bases[0] + warp_lefts[warp]) + __popc(lefts & below)
-               : std::int64_t(bases[1] + warp_rights[warp]) + __popc(rights & below);
-      spare[at] = row;
+    const int room = context.num_leaves - leaves - 1;
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      if (!open[leaf]) continue;
+      const double gain = gains[leaf];
+      int rank = 0;
+      for (int other = 0; other < leaves; ++other) {
+        if (open[other] && (gains[other] > gain || (gains[other] == gain && other < leaf))) ++rank;
+      }
+      if (rank < room) {
+        parents[1 + rank] = context.tree_to_device[leaf];
+        atomicAdd(&batch_size, 1);
+      }
     }
-    __syncthreads();  // the shared counts are rewritten by the next pass
+  }
+  __syncthreads();
+  const int count = batch_size;
+  if (state.slots_used + count > context.slots ||
+      state.device_leaves + 2 * count > context.leaf_capacity) {
+    if (threadIdx.x == 0) {
+      state.error = kGrowOutOfSlots;
+      state.done = 1;
+      state.batch_count = 0;
+      state.scan_count = 0;
+      PostStatus(context);
+    }
+    return;
+  }
+  const int first_leaf = state.device_leaves;
+  const int first_slot = state.slots_used;
+  const unsigned long long nodes = state.nodes_made;
+  for (int at = threadIdx.x; at < count; at += blockDim.x) {
+    const int id = parents[at];
+    GrowLeaf& parent = context.leaves[id];
+    const long long lefts = CellCount(parent.left_packed);
+    const long long rights = parent.end - parent.begin - lefts;
+    const int left = first_leaf + 2 * at;
+    const int right = left + 1;
+    const bool left_smaller = lefts <= rights;
+    const int fresh = first_slot + at;
+    const unsigned long long left_key = context.ahead ? 0 : nodes;
+    const unsigned long long right_key = context.ahead ? 0 : nodes + 1;
+    OpenLeaf(context.leaves[left], parent.begin, parent.begin + lefts, parent.left_packed,
+             parent.left_hessian, parent.depth + 1, left_smaller ? fresh : parent.slot, left_key);
+    OpenLeaf(context.leaves[right], parent.begin + lefts, parent.end,
+             parent.total_packed - parent.left_packed, parent.total_hessian - parent.left_hessian,
+             parent.depth + 1, left_smaller ? parent.slot : fresh, right_key);
+    BatchSplit split{};
+    split.begin = parent.begin;
+    split.end = parent.end;
+    split.lefts = lefts;
+    split.rule.feature = parent.feature;
+    split.rule.threshold_bin = parent.threshold_bin;
+    split.rule.missing_bin = context.missing_bins[parent.feature];
+    split.rule.default_left = parent.default_left != 0;
+    split.rule.categorical = parent.categorical != 0;
+    for (int word = 0; word < kBitsetWords; ++word) split.rule.bitset[word] = parent.bitset[word];
+    split.smaller = HistogramOf(context, fresh);
+    split.larger = HistogramOf(context, parent.slot);
+    split.smaller_is_left = left_smaller ? 1 : 0;
+    split.partition = 1;
+    context.batch[at] = split;
+    parent.left = left;
+    parent.right = right;
+    context.scan_ids[2 * at] = left;
+    context.scan_ids[2 * at + 1] = right;
+    SplitWork(context, split, at);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    ScanWork(context, count);
+    state.device_leaves = first_leaf + 2 * count;
+    state.slots_used = first_slot + count;
+    state.batch_count = count;
+    state.scan_count = 2 * count;
+    PostStatus(context);
   }
 }
 
-// Copies each partitioned range back from spare and checks that its sides have the sizes the
-// split's sums say.
-__global__ void CopyBackKernel(const BatchSplit* splits, const std::int32_t* spare,
-                               std::int32_t* order, const unsigned long long* cursors, int* bad) {
-  const BatchSplit& split = splits[blockIdx.y];
-  if (!split.partition) return;
-  if (blockIdx.x == 0 && threadIdx.x == 0 &&
-      (cursors[2 * blockIdx.y] != static_cast<unsigned long long>(split.begin + split.lefts) ||
-       cursors[2 * blockIdx.y + 1] != static_cast<unsigned long long>(split.end))) {
-    *bad = 1;
+// Tree leaf blockIdx.x's value from its rows' exact gradients, summed in fixed point at the
+// scale the CPU grower uses.
+__global__ void LeafValueKernel(GrowContext context, const float* gradients, double* values) {
+  const GrowState& state = *context.state;
+  const int leaf = blockIdx.x;
+  if (leaf >= state.tree_leaves) return;
+  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
+  const std::int64_t begin = context.tree_ranges[2 * leaf];
+  const std::int64_t end = context.tree_ranges[2 * leaf + 1];
+  long long sum = 0;
+  for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+    sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
   }
-  for (std::int64_t at = split.begin + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-       at < split.end; at += std::int64_t(gridDim.x) * blockDim.x) {
-    order[at] = spare[at];
+  using Reduce = cub::BlockReduce<long long, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const long long total = Reduce(storage).Sum(sum);
+  if (threadIdx.x == 0) {
+    const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+    values[leaf] = LeafValue(double(total) / fixed,
+                             double(record.total_hessian) * context.scales->hessian_scale,
+                             context.scan.reg);
   }
 }
 
@@ -457,20 +908,57 @@ __global__ void SequenceKernel(std::int32_t* out, std::int64_t count) {
   }
 }
 
-// Leaf l's sum of round(exact gradient * fixed) over positions [begins[l], ends[l]).
-__global__ void LeafSumKernel(const std::int32_t* order, const std::int64_t* ranges,
-                              const float* gradients, double fixed, long long* sums) {
-  const int leaf = blockIdx.x;
-  const std::int64_t begin = ranges[2 * leaf];
-  const std::int64_t end = ranges[2 * leaf + 1];
-  long long sum = 0;
-  for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
-    sum += RoundToInteger(double(gradients[order[at]]) * fixed);
+// The kernels after the partition: histograms, subtraction, (the root's sums), scan, selection.
+void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaStream_t stream) {
+  const HistogramGroups& groups = context.groups;
+  const DeviceBins& bins = context.bins;
+  if (groups.shared_count > 0) {
+    const dim3 grid(static_cast<unsigned>(context.max_blocks),
+                    static_cast<unsigned>(groups.shared_count));
+    const std::size_t bytes =
+        4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
+    if (bins.bins16 != nullptr) {
+      HistogramKernel<std::uint16_t><<<grid, kThreads, bytes, stream>>>(context, bins.bins16);
+    } else {
+      HistogramKernel<std::uint8_t><<<grid, kThreads, bytes, stream>>>(context, bins.bins8);
+    }
+    CheckLaunch("HistogramKernel");
   }
-  using Reduce = cub::BlockReduce<long long, kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const long long total = Reduce(storage).Sum(sum);
-  if (threadIdx.x == 0) sums[leaf] = total;
+  if (groups.global_count > 0) {
+    const dim3 grid(static_cast<unsigned>(context.max_blocks),
+                    static_cast<unsigned>(groups.global_count));
+    if (bins.bins16 != nullptr) {
+      WideHistogramKernel<std::uint16_t><<<grid, kThreads, 0, stream>>>(context, bins.bins16);
+    } else {
+      WideHistogramKernel<std::uint8_t><<<grid, kThreads, 0, stream>>>(context, bins.bins8);
+    }
+    CheckLaunch("WideHistogramKernel");
+  }
+  const std::int64_t words = 2 * groups.total_bins;
+  const unsigned batch_blocks = static_cast<unsigned>(std::min(context.num_leaves, 64));
+  if (root) {
+    RootTotalKernel<<<1, 32, 0, stream>>>(context);
+    CheckLaunch("RootTotalKernel");
+  } else {
+    SubtractKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 16)), batch_blocks),
+                     kThreads, 0, stream>>>(context);
+    CheckLaunch("SubtractKernel");
+  }
+  ScanKernel<<<static_cast<unsigned>(std::max(2 * (context.num_leaves - 1), 1)), kScanThreads, 0,
+               stream>>>(context);
+  CheckLaunch("ScanKernel");
+  const std::size_t select_bytes =
+      static_cast<std::size_t>(context.num_leaves) * (sizeof(double) + sizeof(int));
+  SelectKernel<<<1, kSelectThreads, select_bytes, stream>>>(context);
+  CheckLaunch("SelectKernel");
+}
+
+void EnqueuePrepare(const GrowContext& context, cudaStream_t stream) {
+  const std::int64_t words = 2 * context.groups.total_bins;
+  const unsigned batch_blocks = static_cast<unsigned>(std::min(context.num_leaves, 64));
+  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 16)), batch_blocks),
+                  kThreads, 0, stream>>>(context);
+  CheckLaunch("PrepareKernel");
 }
 
 }  // namespace
@@ -480,81 +968,39 @@ void CheckLaunch(const char* kernel) {
   if (error != cudaSuccess) device::ThrowCudaError(error, kernel, __FILE__, __LINE__);
 }
 
-void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::int64_t widest,
-              std::int32_t* order, std::int32_t* spare, unsigned long long* cursors, int* bad,
-              const GradientPair* pairs, const HistogramGroups& groups, int max_blocks) {
-  if (count == 0) return;
-  const std::int64_t words = 2 * groups.total_bins;
-  const unsigned batch = static_cast<unsigned>(count);
-  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch), kThreads>>>(
-      splits, words, cursors);
-  CheckLaunch("PrepareKernel");
-  const dim3 rows_grid(static_cast<unsigned>(std::min(GridFor(widest, 4), max_blocks)), batch);
+void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed,
+                 Stream stream) {
+  RootKernel<<<1, 1, 0, stream>>>(context, count, seed);
+  CheckLaunch("RootKernel");
+  EnqueuePrepare(context, stream);
+  EnqueueHistogramsAndSelection(context, true, stream);
+}
+
+void EnqueueBatch(const GrowContext& context, Stream stream) {
+  EnqueuePrepare(context, stream);
+  const DeviceBins& bins = context.bins;
+  const unsigned blocks = static_cast<unsigned>(context.max_blocks);
   if (bins.bins16 != nullptr) {
-    PartitionKernel<std::uint16_t>
-        <<<rows_grid, kThreads>>>(bins.bins16, bins.stride, splits, order, spare, cursors);
+    PartitionKernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(context, bins.bins16);
   } else {
-    PartitionKernel<std::uint8_t>
-        <<<rows_grid, kThreads>>>(bins.bins8, bins.stride, splits, order, spare, cursors);
+    PartitionKernel<std::uint8_t><<<blocks, kThreads, 0, stream>>>(context, bins.bins8);
   }
   CheckLaunch("PartitionKernel");
-  CopyBackKernel<<<rows_grid, kThreads>>>(splits, spare, order, cursors, bad);
+  CopyBackKernel<<<blocks, kThreads, 0, stream>>>(context);
   CheckLaunch("CopyBackKernel");
-  // The smaller child holds at most half its parent's rows; a shared-memory block takes at
-  // most kRowsPerBlock of them (its 32-bit sums stay exact).
-  const std::int64_t child_rows = widest / 2 + 1;
-  if (groups.shared_count > 0) {
-    const std::int64_t wanted = std::max<std::int64_t>(
-        (child_rows * std::max(1, bins.stride / groups.shared_count) + 4095) / 4096, 1);
-    const std::int64_t needed = (child_rows + kRowsPerBlock - 1) / kRowsPerBlock;
-    const unsigned blocks = static_cast<unsigned>(
-        std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, max_blocks), needed, 65535));
-    const dim3 grid(blocks, static_cast<unsigned>(groups.shared_count), batch);
-    const std::size_t bytes =
-        4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
-    if (bins.bins16 != nullptr) {
-      HistogramKernel<std::uint16_t><<<grid, kThreads, bytes>>>(
-          bins.bins16, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
-    } else {
-      HistogramKernel<std::uint8_t><<<grid, kThreads, bytes>>>(
-          bins.bins8, bins.stride, order, splits, pairs, groups.shared, groups.offsets);
-    }
-    CheckLaunch("HistogramKernel");
-  }
-  if (groups.global_count > 0) {
-    const unsigned blocks = static_cast<unsigned>(std::min(GridFor(child_rows, 8), max_blocks));
-    const dim3 grid(blocks, static_cast<unsigned>(groups.global_count), batch);
-    if (bins.bins16 != nullptr) {
-      WideHistogramKernel<std::uint16_t><<<grid, kThreads>>>(
-          bins.bins16, bins.stride, order, splits, pairs, groups.global, groups.offsets);
-    } else {
-      WideHistogramKernel<std::uint8_t><<<grid, kThreads>>>(bins.bins8, bins.stride, order, splits,
-                                                            pairs, groups.global, groups.offsets);
-    }
-    CheckLaunch("WideHistogramKernel");
-  }
-  SubtractBatchKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 64)), batch),
-                        kThreads>>>(splits, words);
-  CheckLaunch("SubtractBatchKernel");
+  EnqueueHistogramsAndSelection(context, false, stream);
 }
 
-void ScanSplits(const ScanLeaf* leaves, int leaf_count, int num_features,
-                const std::int64_t* offsets, const int* num_bins, const std::uint8_t* categorical,
-                const std::uint8_t* tried, const ScanParams& params, Candidate* out) {
-  ScanKernel<<<leaf_count * num_features, 32>>>(leaves, num_features, offsets, num_bins,
-                                                categorical, tried, params, out);
-  CheckLaunch("ScanKernel");
+void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
+                       Stream stream) {
+  LeafValueKernel<<<static_cast<unsigned>(context.num_leaves), kThreads, 0, stream>>>(
+      context, exact_gradients, values);
+  CheckLaunch("LeafValueKernel");
 }
 
-void FillSequence(std::int32_t* order, std::int64_t count) {
-  SequenceKernel<<<GridFor(count, 4), kThreads>>>(order, count);
+void FillSequence(std::int32_t* order, std::int64_t count, Stream stream) {
+  SequenceKernel<<<GridFor(count, 4), kThreads, 0, stream>>>(order, count);
   CheckLaunch("SequenceKernel");
-}
-
-void LeafGradientSums(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,
-                      const float* gradients, double fixed, long long* sums) {
-  LeafSumKernel<<<leaf_count, kThreads>>>(order, ranges, gradients, fixed, sums);
-  CheckLaunch("LeafSumKernel");
 }
 
 }  // namespace tabforge::tree::kernels

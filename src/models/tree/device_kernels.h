@@ -1,5 +1,10 @@
 // The CUDA grower's kernels (device_kernels.cu), called by its host side (device_grower.cc).
 // Plain C++17 (the kernels' dialect): device pointers, sizes and POD parameter blocks only.
+//
+// A tree grows on the device without the host: each batch of leaf splits (partitions,
+// histograms, split scans) ends with a selection kernel that replays the best-first choices
+// made so far and writes the next batch's descriptors, so the host only queues batches (one
+// captured graph each) until the device says the tree is complete, then reads the tree back.
 #pragma once
 
 #include <cstddef>
@@ -8,8 +13,11 @@
 #include "models/tree/histogram.h"
 #include "models/tree/split_math.h"
 
+struct CUstream_st;
+
 namespace tabforge::tree::kernels {
 
+using Stream = CUstream_st*;      // cudaStream_t
 using Word = unsigned long long;  // histograms on the device: 2 words per cell (packed, hessian)
 
 // Categorical features with more bins than this are trained on the CPU (the device scan keeps
@@ -19,10 +27,15 @@ inline constexpr int kBitsetWords = kMaxCategoryBins / 32;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
 inline constexpr int kSharedCells = 48 * 1024 / 16;
 
-// The split parameters the scan reads (GrowerParams' scalars and the round's scales).
+// Why a device growth stopped early (GrowState::error).
+inline constexpr int kGrowOutOfSlots = 1;   // more splits made ahead than histograms held
+inline constexpr int kGrowBadPartition = 2;  // a partition's sides disagree with its sums
+
+// The split parameters the scan reads (GrowerParams' scalars).
 struct ScanParams {
   std::int64_t min_data_in_leaf;
   double min_sum_hessian_in_leaf;
+  double min_gain_to_split;
   LeafRegularization reg;
   int max_cat_to_onehot;
   int max_cat_threshold;
@@ -30,29 +43,62 @@ struct ScanParams {
   double cat_l2;
   std::int64_t min_data_per_group;
   int extra_trees;
-  double gradient_scale;
-  double hessian_scale;
-  std::uint64_t seed;
+  int max_depth;
+  double feature_fraction_bynode;
 };
 
-// One (leaf, feature) scan's best split; feature < 0 when there is none.
-struct Candidate {
+// A round's scales on the device (written by the caller's kernels before the tree grows).
+struct RoundScales {
+  double gradient_scale;    // quantized gradient * scale ~ gradient
+  double hessian_scale;     // fixed hessian * scale ~ hessian
+  double max_abs_gradient;  // bound of the exact gradients
+};
+
+// A leaf of the tree being grown: positions [begin, end) of the row order, its sums, and its
+// best split (feature < 0: none). Device leaves are never removed: a split made ahead and never
+// chosen is simply not replayed into the tree.
+struct GrowLeaf {
+  long long begin;
+  long long end;
+  long long total_packed;
+  long long total_hessian;
+  unsigned long long node_key;
   double gain;
+  long long left_packed;
+  long long left_hessian;
+  int depth;
+  int slot;   // its histogram
+  int left;   // device leaves of its split, once made; -1 before
+  int right;
   int feature;
   int categorical;
   int default_left;
   int threshold_bin;
-  long long left_packed;
-  long long left_hessian;
-  std::uint32_t bitset[kBitsetWords];
+  std::uint32_t bitset[kBitsetWords];  // categorical: bins going left
 };
 
-// One leaf to scan: its histogram and sums (and node key, for node-level sampling).
-struct ScanLeaf {
-  const Word* histogram;
-  long long total_packed;
-  long long total_hessian;
-  std::uint64_t node_key;
+// The growth's scalars on the device.
+struct GrowState {
+  unsigned long long nodes_made;  // node keys handed out (the CPU loop's counter)
+  unsigned long long seed;        // the tree's seed
+  long long count;                // rows in the tree
+  int tree_leaves;                // leaves of the tree replayed so far
+  int device_leaves;              // GrowLeaf records used
+  int slots_used;                 // histograms used
+  int batch_count;                // splits of the batch being run (0: none)
+  int scan_count;                 // leaves whose best splits the batch finds
+  int done;                       // the tree is complete
+  int error;                      // kGrow*; 0 when none
+  int selections;                 // selections run since the tree started
+  int partition_chunks;           // work items of the batch's kernels
+  int histogram_chunks;
+  int wide_chunks;
+};
+
+// What the host polls (mapped host memory, written by the selection kernel).
+struct HostStatus {
+  int done;
+  int completed;  // selections run since the tree started
 };
 
 // A split as the partition reads it.
@@ -98,26 +144,58 @@ struct HistogramGroups {
   std::int64_t total_bins = 0;
 };
 
-// Runs a batch of `count` splits (descriptors in device memory): partitions (unstable within
-// each side; nothing downstream depends on the order of a leaf's rows, every sum being an
-// integer), histograms and subtractions, with `widest` the most rows of one leaf. A partition
-// whose sides disagree with its `lefts` sets *bad (device) to 1. `cursors` holds 2 * count.
-void RunBatch(const DeviceBins& bins, const BatchSplit* splits, int count, std::int64_t widest,
-              std::int32_t* order, std::int32_t* spare, unsigned long long* cursors, int* bad,
-              const GradientPair* pairs, const HistogramGroups& groups, int max_blocks);
+// Everything the growth kernels read, by value (a captured graph replays the same values; what
+// changes per tree lives in device memory).
+struct GrowContext {
+  DeviceBins bins;
+  HistogramGroups groups;
+  int num_features = 0;
+  const int* num_bins = nullptr;
+  const int* missing_bins = nullptr;
+  const std::uint8_t* categorical = nullptr;
+  const std::uint8_t* active = nullptr;  // the tree's features
+  const GradientPair* pairs = nullptr;
+  const RoundScales* scales = nullptr;
+  ScanParams scan{};
+  int num_leaves = 0;
+  int ahead = 0;  // split every leaf that may split in each batch (no node-level randomness)
+  GrowState* state = nullptr;
+  HostStatus* host = nullptr;  // device address of the mapped status
+  GrowLeaf* leaves = nullptr;
+  int leaf_capacity = 0;
+  int* tree_to_device = nullptr;      // num_leaves
+  long long* tree_ranges = nullptr;   // 2 * num_leaves: tree leaves' ranges once done
+  BatchSplit* batch = nullptr;        // num_leaves
+  int* batch_parents = nullptr;       // num_leaves: the device leaf each split splits
+  int* scan_ids = nullptr;            // 2 * num_leaves
+  int* partition_prefix = nullptr;    // num_leaves + 1
+  int* histogram_prefix = nullptr;    // num_leaves + 1
+  long long* histogram_rows = nullptr;  // num_leaves: rows per histogram chunk
+  int* wide_prefix = nullptr;         // num_leaves + 1
+  std::int32_t* order = nullptr;
+  std::int32_t* spare = nullptr;
+  unsigned long long* cursors = nullptr;  // 2 * num_leaves
+  Word* histograms = nullptr;
+  int slots = 0;
+  int max_blocks = 1;  // blocks of the row-parallel kernels
+};
 
-// Best split of each (leaf, feature) into out[leaf * num_features + feature]; `leaves` and
-// `tried` (leaf_count * num_features flags) are device memory.
-void ScanSplits(const ScanLeaf* leaves, int leaf_count, int num_features,
-                const std::int64_t* offsets, const int* num_bins, const std::uint8_t* categorical,
-                const std::uint8_t* tried, const ScanParams& params, Candidate* out);
+// Queues the root: its histogram, sums and best split, and the first batch. `count` rows are
+// order[0, count) (set by the caller).
+void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed,
+                 Stream stream);
+
+// Queues one batch: the splits the last selection chose, their children's histograms and best
+// splits, and the next selection. A batch queued after the tree is complete does nothing.
+void EnqueueBatch(const GrowContext& context, Stream stream);
+
+// Once the tree is complete: values[l] = the value of tree leaf l from its rows' exact
+// gradients, summed in fixed point as the CPU grower sums them.
+void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
+                       Stream stream);
 
 // order[i] = i for i < count.
-void FillSequence(std::int32_t* order, std::int64_t count);
-
-// sums[l] = sum over positions [ranges[2l], ranges[2l + 1]) of llround(gradient[order] * fixed).
-void LeafGradientSums(const std::int32_t* order, const std::int64_t* ranges, int leaf_count,
-                      const float* gradients, double fixed, long long* sums);
+void FillSequence(std::int32_t* order, std::int64_t count, Stream stream);
 
 // Throws CudaError when the last launch failed.
 void CheckLaunch(const char* kernel);

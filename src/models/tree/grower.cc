@@ -20,8 +20,6 @@ namespace tabforge::tree {
 
 namespace {
 
-constexpr std::uint64_t kNodeFeatureStream = 0x6e6f6465;  // "node"
-
 double Real(std::int64_t sum, double scale) { return double(sum) * scale; }
 
 bool SetBit(std::vector<std::uint32_t>& bits, int bin) {
@@ -37,12 +35,6 @@ bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
 }
 
 }  // namespace
-
-double FixedPointScale(double max_abs, std::int64_t rows) {
-  const int exponent =
-      62 - static_cast<int>(std::ceil(std::log2(max_abs * (double(rows) + 1) + 1)));
-  return std::ldexp(1.0, std::min(exponent, 48));
-}
 
 TreeGrower::TreeGrower(const BinMatrix& bins, const BinMapper& mapper, const GrowerParams& params,
                        int threads)

@@ -64,9 +64,6 @@ struct QuantizedGradients {
 std::vector<std::uint8_t> NodeFeatureMask(const std::vector<std::uint8_t>& active, double fraction,
                                           std::uint64_t seed, std::uint64_t node_key);
 
-// A power-of-two scale s such that summing `rows` values of magnitude <= max_abs, each
-// rounded to an integer multiple of 1/s, cannot overflow an int64 (at most 2^48).
-double FixedPointScale(double max_abs, std::int64_t rows);
 
 class TreeGrower {
  public:

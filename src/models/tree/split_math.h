@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "core/host_device.h"
 #include "core/random.h"
@@ -53,6 +54,21 @@ TFG_HOST_DEVICE inline double LeafGainL2(double sum_gradient, double sum_hessian
   const double value = denominator <= 1e-15 ? 0.0 : -sum_gradient / denominator;
   return -(2.0 * sum_gradient * value + denominator * value * value);
 }
+
+// A power-of-two scale s such that summing `rows` values of magnitude <= max_abs, each rounded
+// to an integer multiple of 1/s, cannot overflow an int64 (at most 2^48). ceil(log2(y)) comes
+// from y's binary exponent, exactly, so the host and the device agree.
+TFG_HOST_DEVICE inline double FixedPointScale(double max_abs, std::int64_t rows) {
+  const double y = max_abs * (double(rows) + 1) + 1;
+  int exponent = 0;
+  const double mantissa = frexp(y, &exponent);  // y = mantissa * 2^exponent, mantissa in [0.5, 1)
+  const int ceil_log2 = mantissa == 0.5 ? exponent - 1 : exponent;
+  const int shift = 62 - ceil_log2;
+  return ldexp(1.0, shift < 48 ? shift : 48);
+}
+
+// The random stream of node-level feature sampling (NodeFeatureMask, keyed by node).
+inline constexpr std::uint64_t kNodeFeatureStream = 0x6e6f6465;  // "node"
 
 // Extremely randomized trees: the one threshold bin node `node_key` tries on a numeric feature
 // of `num_bins` bins (missing bin included), drawn uniformly from (seed, node, feature).
