@@ -511,6 +511,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   }
   model.report_.iterations = static_cast<int>(model.trees_.size()) / outputs;
   model.report_.train_seconds = watch.Seconds() - model.report_.upload_seconds;
+  model.report_.device_batches = trainer->DeviceBatches();
   // The training state goes before the prediction layout is built, so the two never add up.
   trainer.reset();
   bins = tree::BinMatrix{};

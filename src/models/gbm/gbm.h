@@ -111,6 +111,7 @@ struct FitReport {
   std::string device = "cpu";         // where the rounds ran: "cpu" or "cuda:ID NAME"
   std::string device_note;            // when CUDA was asked for but not used: why
   std::int64_t device_bytes = 0;      // device memory the fit reserved (CUDA)
+  std::int64_t device_batches = 0;    // CUDA: batches of leaf splits the trees took
 };
 
 class GbmModel {

@@ -104,6 +104,8 @@ class CudaRoundTrainer final : public RoundTrainer {
     }
   }
 
+  std::int64_t DeviceBatches() const override { return grower_.batches_run(); }
+
  private:
   // Adds the tree's leaf values (unscaled on the device; times the learning rate as the host
   // scales them) to the scores of the rows it was grown on.

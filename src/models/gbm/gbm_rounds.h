@@ -55,6 +55,8 @@ class RoundTrainer {
   // Trains round `round`: appends one tree per output to `trees` (leaf values already shrunk
   // by the learning rate) and adds them to the training scores.
   virtual void TrainRound(int round, std::vector<tree::Tree>& trees) = 0;
+  // Batches of leaf splits run on the device so far (CUDA rounds; 0 on the CPU).
+  virtual std::int64_t DeviceBatches() const { return 0; }
 };
 
 // The CPU's rounds; over merged rows (MakeMergedRoundTrainer) when the parameters ask for it

@@ -80,7 +80,6 @@ struct DeviceTreeGrower::State {
   DeviceArray<int> tree_to_device;
   DeviceArray<long long> tree_ranges;
   DeviceArray<kernels::BatchSplit> batch;
-  DeviceArray<int> batch_parents;
   DeviceArray<int> scan_ids;
   DeviceArray<int> partition_prefix;
   DeviceArray<int> histogram_prefix;
@@ -98,6 +97,7 @@ struct DeviceTreeGrower::State {
   const void* graph_pairs = nullptr;
   const void* graph_scales = nullptr;
   std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges;
+  std::int64_t batches_run = 0;
 
   ~State() {
     if (batch_graph != nullptr) cudaGraphExecDestroy(batch_graph);
@@ -140,10 +140,6 @@ struct DeviceTreeGrower::State {
 
 namespace {
 
-// The most leaves per tree: the selection kernel keeps a gain and a flag per leaf in its 48 KB
-// of shared memory.
-constexpr int kMaxDeviceLeaves = 4096;
-
 // Batches queued ahead of the device's last selection (a batch queued after the tree is
 // complete does nothing).
 constexpr int kQueuedAhead = 3;
@@ -179,10 +175,10 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.features = bins.num_features;
   if (s.features < 1) throw NotSupported("the CUDA grower needs at least one binned feature");
   const int num_leaves = std::max(params.num_leaves, 2);
-  if (num_leaves > kMaxDeviceLeaves) {
+  if (num_leaves > kernels::kMaxLeaves) {
     throw NotSupported(fmt::format("the CUDA grower takes at most {} leaves per tree; num_leaves "
                                    "is {}",
-                                   kMaxDeviceLeaves, num_leaves));
+                                   kernels::kMaxLeaves, num_leaves));
   }
   const HistogramLayout layout(mapper);
   s.total_bins = layout.total_bins();
@@ -231,7 +227,6 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.tree_to_device.Resize(leaves);
   s.tree_ranges.Resize(2 * leaves);
   s.batch.Resize(leaves);
-  s.batch_parents.Resize(leaves);
   s.scan_ids.Resize(2 * leaves);
   s.partition_prefix.Resize(leaves + 1);
   s.histogram_prefix.Resize(leaves + 1);
@@ -279,7 +274,6 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.tree_to_device = s.tree_to_device.data();
   c.tree_ranges = s.tree_ranges.data();
   c.batch = s.batch.data();
-  c.batch_parents = s.batch_parents.data();
   c.scan_ids = s.scan_ids.data();
   c.partition_prefix = s.partition_prefix.data();
   c.histogram_prefix = s.histogram_prefix.data();
@@ -318,6 +312,8 @@ const double* DeviceTreeGrower::device_leaf_values() const { return state_->valu
 const std::vector<std::pair<std::int64_t, std::int64_t>>& DeviceTreeGrower::leaf_ranges() const {
   return state_->leaf_ranges;
 }
+
+std::int64_t DeviceTreeGrower::batches_run() const { return state_->batches_run; }
 
 const void* DeviceTreeGrower::device_bins() const {
   return state_->bins16.data() != nullptr ? static_cast<const void*>(state_->bins16.data())
@@ -384,6 +380,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   TFG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 
   const kernels::GrowState& grown = *s.state_copy.data();
+  s.batches_run += grown.selections;
   TFG_CHECK(grown.error != kernels::kGrowBadPartition,
             "a device partition's sides disagree with its split's sums");
   TFG_CHECK(grown.error != kernels::kGrowOutOfSlots,

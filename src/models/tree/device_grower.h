@@ -52,6 +52,8 @@ class DeviceTreeGrower {
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;
   const std::vector<std::pair<std::int64_t, std::int64_t>>& leaf_ranges() const;
+  // Batches of leaf splits run so far, over every tree grown (the root's included).
+  std::int64_t batches_run() const;
   // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).
   const void* device_bins() const;
 

@@ -24,9 +24,14 @@ constexpr std::int64_t kMinRowsPerBlock = 2048;
 // Rows of one chunk of the global-memory histogram.
 constexpr std::int64_t kWideRows = 2048;
 // Threads of the scan (one leaf per block, one feature per warp at a time) and selection.
-constexpr int kScanThreads = 256;
+constexpr int kScanThreads = 1024;  // at most; one warp per feature up to 32 features
 constexpr int kScanWarps = kScanThreads / 32;
+constexpr int kScanTiles = 4;  // tiles of 32 thresholds a warp loads at once
 constexpr int kSelectThreads = 256;
+constexpr int kSplitsPerThread = (kMaxLeaves + kSelectThreads - 1) / kSelectThreads;
+// Positions of one partition work item: kRowsPerThread per thread.
+constexpr int kRowsPerThread = 4;
+constexpr std::int64_t kPartitionRows = kRowsPerThread * kThreads;
 
 static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words");
 static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
@@ -144,8 +149,28 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
       const int feature = first + static_cast<int>(threadIdx.x) % group_features;
       if (row_lane < rows_per_pass) {
         const int cell_base = static_cast<int>(offsets[feature] - base);
-        for (int position = row_lane; position < static_cast<int>(rows);
-             position += rows_per_pass) {
+        // Four rows in flight per thread: the row, bin and gradient loads of all four are
+        // issued before any atomic waits on them (the loop is bound by memory latency).
+        int position = row_lane;
+        for (; position + 3 * rows_per_pass < static_cast<int>(rows);
+             position += 4 * rows_per_pass) {
+          std::int32_t row[4];
+          GradientPair pair[4];
+          int bin[4];
+          for (int k = 0; k < 4; ++k) row[k] = block_rows[position + k * rows_per_pass];
+          for (int k = 0; k < 4; ++k) {
+            pair[k] = context.pairs[row[k]];
+            bin[k] = BinOf(bins, stride, row[k], feature);
+          }
+          for (int k = 0; k < 4; ++k) {
+            std::uint32_t* at = words + 4 * (cell_base + bin[k]);
+            atomicAdd(at, static_cast<std::uint32_t>(pair[k].gradient));
+            atomicAdd(at + 1, 1u);
+            atomicAdd(at + 2, pair[k].hessian & 0xffffu);
+            atomicAdd(at + 3, pair[k].hessian >> 16);
+          }
+        }
+        for (; position < static_cast<int>(rows); position += rows_per_pass) {
           add(block_rows[position], feature, cell_base);
         }
       }
@@ -232,9 +257,11 @@ __device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& ru
 }
 
 // The batch's rows go to spare: a split's left ones from begin, right ones from begin + lefts.
-// A work item is blockDim.x positions of one split; it takes its slots with one atomic per
-// side (the warps' counts scanned in shared memory), not one per warp: the root of a large
-// problem otherwise queues every warp of the grid on the same two counters.
+// A work item is kPartitionRows positions of one split, kRowsPerThread per thread (their loads
+// all in flight before any is needed); it takes its slots with one atomic per side (the warps'
+// counts scanned in shared memory): the root of a large problem otherwise queues every warp of
+// the grid on the same two counters. Within a side the order is not kept (nothing downstream
+// depends on the order of a leaf's rows: every sum is an integer).
 template <typename Bin>
 __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
   const int count = context.state->batch_count;
@@ -249,39 +276,59 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
     const int s = SplitOfItem(context.partition_prefix, count, item);
     const BatchSplit& split = context.batch[s];
-    const std::int64_t position = split.begin +
-                                  std::int64_t(item - context.partition_prefix[s]) * blockDim.x +
-                                  threadIdx.x;
-    const bool present = position < split.end;
-    const std::int32_t row = present ? context.order[position] : 0;
-    const bool left = present && GoesLeft(bins, context.bins.stride, split.rule, row);
-    const unsigned lefts = __ballot_sync(0xffffffffu, left);
-    const unsigned rights = __ballot_sync(0xffffffffu, present && !left);
+    const std::int64_t start =
+        split.begin + std::int64_t(item - context.partition_prefix[s]) * kPartitionRows;
+    std::int32_t row[kRowsPerThread];
+    bool present[kRowsPerThread];
+    bool left[kRowsPerThread];
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const std::int64_t position = start + k * kThreads + threadIdx.x;
+      present[k] = position < split.end;
+      row[k] = present[k] ? context.order[position] : 0;
+    }
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      left[k] = present[k] && GoesLeft(bins, context.bins.stride, split.rule, row[k]);
+    }
+    unsigned lefts[kRowsPerThread];
+    unsigned rights[kRowsPerThread];
+    unsigned warp_left = 0;
+    unsigned warp_right = 0;
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      lefts[k] = __ballot_sync(0xffffffffu, left[k]);
+      rights[k] = __ballot_sync(0xffffffffu, present[k] && !left[k]);
+      warp_left += __popc(lefts[k]);
+      warp_right += __popc(rights[k]);
+    }
     if (lane == 0) {
-      warp_lefts[warp] = __popc(lefts);
-      warp_rights[warp] = __popc(rights);
+      warp_lefts[warp] = warp_left;
+      warp_rights[warp] = warp_right;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       unsigned left_total = 0;
       unsigned right_total = 0;
       for (int at = 0; at < kWarps; ++at) {
-        const unsigned warp_left = warp_lefts[at];
-        const unsigned warp_right = warp_rights[at];
+        const unsigned warp_left_count = warp_lefts[at];
+        const unsigned warp_right_count = warp_rights[at];
         warp_lefts[at] = left_total;
         warp_rights[at] = right_total;
-        left_total += warp_left;
-        right_total += warp_right;
+        left_total += warp_left_count;
+        right_total += warp_right_count;
       }
       bases[0] = left_total != 0 ? atomicAdd(&context.cursors[2 * s], left_total) : 0;
       bases[1] = right_total != 0 ? atomicAdd(&context.cursors[2 * s + 1], right_total) : 0;
     }
     __syncthreads();
-    if (present) {
-      const std::int64_t at =
-          left ? std::int64_t(bases[0] + warp_lefts[warp]) + __popc(lefts & below)
-               : std::int64_t(bases[1] + warp_rights[warp]) + __popc(rights & below);
-      context.spare[at] = row;
+    std::int64_t next_left = std::int64_t(bases[0] + warp_lefts[warp]);
+    std::int64_t next_right = std::int64_t(bases[1] + warp_rights[warp]);
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      if (left[k]) {
+        context.spare[next_left + __popc(lefts[k] & below)] = row[k];
+      } else if (present[k]) {
+        context.spare[next_right + __popc(rights[k] & below)] = row[k];
+      }
+      next_left += __popc(lefts[k]);
+      next_right += __popc(rights[k]);
     }
     __syncthreads();  // the shared counts are rewritten by the next item
   }
@@ -294,10 +341,12 @@ __global__ void CopyBackKernel(GrowContext context) {
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
     const int s = SplitOfItem(context.partition_prefix, count, item);
     const BatchSplit& split = context.batch[s];
-    const std::int64_t at = split.begin +
-                            std::int64_t(item - context.partition_prefix[s]) * blockDim.x +
-                            threadIdx.x;
-    if (at < split.end) context.order[at] = context.spare[at];
+    const std::int64_t start =
+        split.begin + std::int64_t(item - context.partition_prefix[s]) * kPartitionRows;
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const std::int64_t at = start + k * kThreads + threadIdx.x;
+      if (at < split.end) context.order[at] = context.spare[at];
+    }
   }
 }
 
@@ -481,14 +530,39 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
   int lane_key = 0x7fffffff;
   long long lane_packed = 0;
   long long lane_hessian = 0;
-  for (int missing_left = 0; missing_left < (has_missing ? 2 : 1); ++missing_left) {
-    long long carry_packed = missing_left ? missing_packed : 0;
-    long long carry_hessian = missing_left ? missing_hessian : 0;
-    const int last = missing_left || !has_missing ? bins - 3 : bins - 2;
-    for (int tile = 0; tile <= last; tile += 32) {
-      const int threshold = tile + lane;
-      long long packed = threshold <= last ? cells[2 * threshold] : 0;
-      long long hessian = threshold <= last ? cells[2 * threshold + 1] : 0;
+  // One pass of prefix sums serves both sides of the missing bin: with missing rows going
+  // right, threshold t sends cells [0, t] left (t <= last_right); going left, the missing cell
+  // too (t <= bins - 3). Candidates are ordered by gain, then key (missing side, threshold),
+  // whatever order they are met in.
+  const int last_right = has_missing ? bins - 2 : bins - 3;
+  const int last_left = has_missing ? bins - 3 : -1;
+  const int only_right = only < last_right ? only : last_right;
+  const int only_left = only < last_left ? only : last_left;
+  auto consider = [&](long long left_packed, long long left_hessian, int key) {
+    const double gain = SplitGain(left_packed, left_hessian, total_packed, total_hessian, parent,
+                                  args, args.params.reg);
+    if (gain > -INFINITY && (gain > lane_gain || (gain == lane_gain && key < lane_key))) {
+      lane_gain = gain;
+      lane_key = key;
+      lane_packed = left_packed;
+      lane_hessian = left_hessian;
+    }
+  };
+  long long carry_packed = 0;
+  long long carry_hessian = 0;
+  for (int group = 0; group <= last_right; group += 32 * kScanTiles) {
+    // The group's cells are loaded before any is scanned (the loads overlap).
+    long long tile_packed[kScanTiles];
+    long long tile_hessian[kScanTiles];
+    for (int tile = 0; tile < kScanTiles; ++tile) {
+      const int threshold = group + 32 * tile + lane;
+      tile_packed[tile] = threshold <= last_right ? cells[2 * threshold] : 0;
+      tile_hessian[tile] = threshold <= last_right ? cells[2 * threshold + 1] : 0;
+    }
+    for (int tile = 0; tile < kScanTiles; ++tile) {
+      const int threshold = group + 32 * tile + lane;
+      long long packed = tile_packed[tile];
+      long long hessian = tile_hessian[tile];
       for (int shift = 1; shift < 32; shift <<= 1) {
         const long long up_packed = __shfl_up_sync(0xffffffffu, packed, shift);
         const long long up_hessian = __shfl_up_sync(0xffffffffu, hessian, shift);
@@ -501,16 +575,11 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
       const long long left_hessian = carry_hessian + hessian;
       carry_packed += __shfl_sync(0xffffffffu, packed, 31);
       carry_hessian += __shfl_sync(0xffffffffu, hessian, 31);
-      if (threshold > last) continue;
-      if (only >= 0 && threshold != (only < last ? only : last)) continue;
-      const double gain = SplitGain(left_packed, left_hessian, total_packed, total_hessian, parent,
-                                    args, args.params.reg);
-      const int key = missing_left * 65536 + threshold;
-      if (gain > -INFINITY && (gain > lane_gain || (gain == lane_gain && key < lane_key))) {
-        lane_gain = gain;
-        lane_key = key;
-        lane_packed = left_packed;
-        lane_hessian = left_hessian;
+      if (threshold <= last_right && (only < 0 || threshold == only_right)) {
+        consider(left_packed, left_hessian, threshold);
+      }
+      if (threshold <= last_left && (only < 0 || threshold == only_left)) {
+        consider(missing_packed + left_packed, missing_hessian + left_hessian, 65536 + threshold);
       }
     }
   }
@@ -535,8 +604,8 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
   }
 }
 
-// One block per leaf to scan (the batch's children, or the root): each warp scans features
-// warp, warp + kScanWarps, ...; the leaf's best split is the largest gain over the features,
+// One block per leaf to scan (the batch's children, or the root), one warp per feature (warp
+// w takes features w, w + warps, ... when there are more than 32); the leaf's best split is the largest gain over the features,
 // ties to the lowest feature, kept only above min_gain_to_split (KeepBetterSplit's rule).
 __global__ void __launch_bounds__(kScanThreads) ScanKernel(GrowContext context) {
   const GrowState& state = *context.state;
@@ -556,7 +625,8 @@ __global__ void __launch_bounds__(kScanThreads) ScanKernel(GrowContext context) 
   const long long* histogram = reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot));
   FeatureSplit warp_best;
   ClearSplit(warp_best);
-  for (int feature = warp; feature < context.num_features; feature += kScanWarps) {
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  for (int feature = warp; feature < context.num_features; feature += warps) {
     const int bins = context.num_bins[feature];
     if (!context.active[feature] || bins < 2) continue;
     if (!NodeTries(context, seed, node_key, feature)) continue;
@@ -581,7 +651,7 @@ __global__ void __launch_bounds__(kScanThreads) ScanKernel(GrowContext context) 
   __syncthreads();
   if (threadIdx.x != 0) return;
   int chosen = -1;
-  for (int at = 0; at < kScanWarps; ++at) {
+  for (int at = 0; at < warps; ++at) {
     const FeatureSplit& other = bests[at];
     if (other.feature < 0) continue;
     if (chosen < 0 || other.gain > bests[chosen].gain ||
@@ -625,7 +695,15 @@ __device__ inline void OpenLeaf(GrowLeaf& leaf, long long begin, long long end, 
 }
 
 // Work items of a split (the selection's prefix arrays before their scan).
-__device__ inline void SplitWork(const GrowContext& context, const BatchSplit& split, int at) {
+// Work items of a split for the batch kernels.
+struct SplitItems {
+  int partition;
+  int histogram;
+  int wide;
+};
+
+__device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSplit& split,
+                                       int at) {
   std::int64_t begin = 0;
   std::int64_t rows = 0;
   SmallerChild(split, begin, rows);
@@ -633,38 +711,41 @@ __device__ inline void SplitWork(const GrowContext& context, const BatchSplit& s
   const std::int64_t chunk_rows =
       spread < kMinRowsPerBlock ? kMinRowsPerBlock
                                 : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
-  context.partition_prefix[at + 1] =
-      split.partition ? static_cast<int>((split.end - split.begin + kThreads - 1) / kThreads) : 0;
   context.histogram_rows[at] = chunk_rows;
-  context.histogram_prefix[at + 1] = static_cast<int>((rows + chunk_rows - 1) / chunk_rows);
-  context.wide_prefix[at + 1] = static_cast<int>((rows + kWideRows - 1) / kWideRows);
+  SplitItems items;
+  items.partition =
+      split.partition
+          ? static_cast<int>((split.end - split.begin + kPartitionRows - 1) / kPartitionRows)
+          : 0;
+  items.histogram = static_cast<int>((rows + chunk_rows - 1) / chunk_rows);
+  items.wide = static_cast<int>((rows + kWideRows - 1) / kWideRows);
+  return items;
 }
 
-// Turns the per-split work counts at [1, count] into first items, and records the totals.
-__device__ inline void ScanWork(const GrowContext& context, int count) {
+// Each split's first work item (prefix[at]) and the batch's totals (prefix[count]).
+__device__ inline void SetWork(const GrowContext& context, int at, const SplitItems& first) {
+  context.partition_prefix[at] = first.partition;
+  context.histogram_prefix[at] = first.histogram;
+  context.wide_prefix[at] = first.wide;
+}
+__device__ inline void SetWorkTotals(const GrowContext& context, int count,
+                                     const SplitItems& total) {
+  SetWork(context, count, total);
   GrowState& state = *context.state;
-  context.partition_prefix[0] = 0;
-  context.histogram_prefix[0] = 0;
-  context.wide_prefix[0] = 0;
-  for (int at = 1; at <= count; ++at) {
-    context.partition_prefix[at] += context.partition_prefix[at - 1];
-    context.histogram_prefix[at] += context.histogram_prefix[at - 1];
-    context.wide_prefix[at] += context.wide_prefix[at - 1];
-  }
-  state.partition_chunks = context.partition_prefix[count];
-  state.histogram_chunks = context.histogram_prefix[count];
-  state.wide_chunks = context.wide_prefix[count];
+  state.partition_chunks = total.partition;
+  state.histogram_chunks = total.histogram;
+  state.wide_chunks = total.wide;
 }
 
-// Tells the host one more selection ran (and whether the tree is complete).
+// Tells the host one more selection ran (and whether the tree is complete): both words in one
+// 64-bit store, so the host never sees one without the other.
 __device__ inline void PostStatus(const GrowContext& context) {
   GrowState& state = *context.state;
   state.selections += 1;
-  volatile HostStatus* host = context.host;
-  host->done = state.done;
-  __threadfence_system();
-  host->completed = state.selections;
-  __threadfence_system();
+  const unsigned long long word =
+      static_cast<unsigned int>(state.done) |
+      (static_cast<unsigned long long>(static_cast<unsigned int>(state.selections)) << 32);
+  *reinterpret_cast<volatile unsigned long long*>(context.host) = word;
 }
 
 __global__ void RootKernel(GrowContext context, long long count, unsigned long long seed) {
@@ -692,47 +773,80 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   root.smaller_is_left = 1;
   root.partition = 0;
   context.batch[0] = root;
-  SplitWork(context, root, 0);
-  ScanWork(context, 1);
+  const SplitItems items = SplitWork(context, root, 0);
+  SetWork(context, 0, SplitItems{0, 0, 0});
+  SetWorkTotals(context, 1, items);
+}
+
+// The selection's view of one tree leaf, in shared memory: the gain of its device leaf's best
+// split (-inf: none) and, once that leaf is split, its children and their gains (children of
+// a split not yet in the tree have no children of their own).
+struct TreeLeafView {
+  double gain;
+  double left_gain;
+  double right_gain;
+  int id;
+  int left;
+  int right;
+};
+
+__device__ inline double SplitGainOf(const GrowLeaf& leaf) {
+  return leaf.feature >= 0 ? leaf.gain : -INFINITY;
 }
 
 // After a batch: checks its partitions, replays the best-first choices the CPU loop makes
 // (ChooseLeaf, then commit) as far as the splits made so far allow, and either marks the tree
 // complete or writes the next batch: the leaf chosen next, and (ahead) every other leaf that
-// may split, best first, up to the splits left to make. Dynamic shared memory: a double and an
-// int per tree leaf.
+// may split, best first, up to the splits left to make. The replay runs on a copy of the tree
+// leaves in shared memory (dynamic: a TreeLeafView per leaf).
 __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext context) {
-  extern __shared__ unsigned char select_shared[];
-  double* gains = reinterpret_cast<double*>(select_shared);
-  int* open = reinterpret_cast<int*>(gains + context.num_leaves);
+  extern __shared__ TreeLeafView views[];
+  __shared__ int parents[kMaxLeaves];  // the batch's splits: the device leaves they split
   __shared__ int chosen_leaf;
   __shared__ int batch_size;
+  __shared__ int tree_leaves;
+  __shared__ int bad_partition;
   GrowState& state = *context.state;
   const int lane = threadIdx.x % 32;
   if (state.done) {
     if (threadIdx.x == 0) PostStatus(context);
     return;
   }
+  if (threadIdx.x == 0) bad_partition = 0;
+  __syncthreads();
   for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
     const BatchSplit& split = context.batch[s];
     if (split.partition &&
         (context.cursors[2 * s] != static_cast<unsigned long long>(split.begin + split.lefts) ||
          context.cursors[2 * s + 1] != static_cast<unsigned long long>(split.end))) {
-      state.error = kGrowBadPartition;
+      bad_partition = 1;
     }
   }
+  const int start_leaves = state.tree_leaves;
+  for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
+    TreeLeafView view;
+    view.id = context.tree_to_device[leaf];
+    const GrowLeaf& record = context.leaves[view.id];
+    view.gain = SplitGainOf(record);
+    view.left = record.left;
+    view.right = record.right;
+    view.left_gain = view.left >= 0 ? SplitGainOf(context.leaves[view.left]) : -INFINITY;
+    view.right_gain = view.right >= 0 ? SplitGainOf(context.leaves[view.right]) : -INFINITY;
+    views[leaf] = view;
+  }
   __syncthreads();
+  const bool failed = bad_partition != 0;
+  if (threadIdx.x == 0 && failed) state.error = kGrowBadPartition;
   if (threadIdx.x < 32) {
-    int leaves = state.tree_leaves;
-    unsigned long long nodes = state.nodes_made;
+    int leaves = start_leaves;
     int chosen = -1;
-    while (state.error == 0 && leaves < context.num_leaves) {
+    while (!failed && leaves < context.num_leaves) {
       double best_gain = -INFINITY;
       int best = -1;
       for (int leaf = lane; leaf < leaves; leaf += 32) {
-        const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
-        if (record.feature >= 0 && (best < 0 || record.gain > best_gain)) {
-          best_gain = record.gain;
+        const double gain = views[leaf].gain;
+        if (gain > -INFINITY && (best < 0 || gain > best_gain)) {
+          best_gain = gain;
           best = leaf;
         }
       }
@@ -747,34 +861,39 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
       }
       chosen = __shfl_sync(0xffffffffu, best, 0);
       if (chosen < 0) break;
-      const int id = context.tree_to_device[chosen];
-      const int left = context.leaves[id].left;
-      if (left < 0) break;  // not split yet: the next batch splits it
+      if (views[chosen].left < 0) break;  // not split yet: the next batch splits it
       __syncwarp();
       if (lane == 0) {
-        context.tree_to_device[chosen] = left;
-        context.tree_to_device[leaves] = context.leaves[id].right;
+        const TreeLeafView parent = views[chosen];
+        TreeLeafView left_view{parent.left_gain, -INFINITY, -INFINITY, parent.left, -1, -1};
+        TreeLeafView right_view{parent.right_gain, -INFINITY, -INFINITY, parent.right, -1, -1};
+        views[chosen] = left_view;
+        views[leaves] = right_view;
       }
       __syncwarp();
       ++leaves;
-      nodes += 2;
       chosen = -1;
     }
     if (lane == 0) {
-      chosen_leaf = state.error == 0 ? chosen : -1;
+      chosen_leaf = failed ? -1 : chosen;
+      tree_leaves = leaves;
       state.tree_leaves = leaves;
-      state.nodes_made = nodes;
+      state.nodes_made += 2 * static_cast<unsigned long long>(leaves - start_leaves);
     }
   }
   __syncthreads();
   const int chosen = chosen_leaf;
-  const int leaves = state.tree_leaves;
+  const int leaves = tree_leaves;
+  for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+    context.tree_to_device[leaf] = views[leaf].id;
+  }
   if (chosen < 0) {
     for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+      const GrowLeaf& record = context.leaves[views[leaf].id];
       context.tree_ranges[2 * leaf] = record.begin;
       context.tree_ranges[2 * leaf + 1] = record.end;
     }
+    __syncthreads();
     if (threadIdx.x == 0) {
       state.done = 1;
       state.batch_count = 0;
@@ -787,28 +906,26 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
     return;
   }
   // The batch: the chosen leaf first, then (ahead) the others by gain, ties to the lower leaf.
-  int* parents = context.batch_parents;
   if (threadIdx.x == 0) {
     batch_size = 1;
-    parents[0] = context.tree_to_device[chosen];
+    parents[0] = views[chosen].id;
   }
   if (context.ahead) {
-    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
-      open[leaf] = leaf != chosen && record.feature >= 0 && record.left < 0;
-      gains[leaf] = record.gain;
-    }
-    __syncthreads();
     const int room = context.num_leaves - leaves - 1;
     for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      if (!open[leaf]) continue;
-      const double gain = gains[leaf];
+      const TreeLeafView& view = views[leaf];
+      if (leaf == chosen || !(view.gain > -INFINITY) || view.left >= 0) continue;
+      const double gain = view.gain;
       int rank = 0;
       for (int other = 0; other < leaves; ++other) {
-        if (open[other] && (gains[other] > gain || (gains[other] == gain && other < leaf))) ++rank;
+        const TreeLeafView& rival = views[other];
+        if (other != chosen && rival.gain > -INFINITY && rival.left < 0 &&
+            (rival.gain > gain || (rival.gain == gain && other < leaf))) {
+          ++rank;
+        }
       }
       if (rank < room) {
-        parents[1 + rank] = context.tree_to_device[leaf];
+        parents[1 + rank] = view.id;
         atomicAdd(&batch_size, 1);
       }
     }
@@ -829,7 +946,15 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
   const int first_leaf = state.device_leaves;
   const int first_slot = state.slots_used;
   const unsigned long long nodes = state.nodes_made;
-  for (int at = threadIdx.x; at < count; at += blockDim.x) {
+  // Thread t makes splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread): blocked, so the
+  // block's prefix sums give each split its first work items in split order.
+  int partition_items[kSplitsPerThread];
+  int histogram_items[kSplitsPerThread];
+  int wide_items[kSplitsPerThread];
+  for (int k = 0; k < kSplitsPerThread; ++k) {
+    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+    partition_items[k] = histogram_items[k] = wide_items[k] = 0;
+    if (at >= count) continue;
     const int id = parents[at];
     GrowLeaf& parent = context.leaves[id];
     const long long lefts = CellCount(parent.left_packed);
@@ -864,11 +989,25 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
     parent.right = right;
     context.scan_ids[2 * at] = left;
     context.scan_ids[2 * at + 1] = right;
-    SplitWork(context, split, at);
+    const SplitItems items = SplitWork(context, split, at);
+    partition_items[k] = items.partition;
+    histogram_items[k] = items.histogram;
+    wide_items[k] = items.wide;
   }
+  using Scan = cub::BlockScan<int, kSelectThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  SplitItems total;
+  Scan(scan_storage).ExclusiveSum(partition_items, partition_items, total.partition);
   __syncthreads();
+  Scan(scan_storage).ExclusiveSum(histogram_items, histogram_items, total.histogram);
+  __syncthreads();
+  Scan(scan_storage).ExclusiveSum(wide_items, wide_items, total.wide);
+  for (int k = 0; k < kSplitsPerThread; ++k) {
+    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+    if (at < count) SetWork(context, at, {partition_items[k], histogram_items[k], wide_items[k]});
+  }
   if (threadIdx.x == 0) {
-    ScanWork(context, count);
+    SetWorkTotals(context, count, total);
     state.device_leaves = first_leaf + 2 * count;
     state.slots_used = first_slot + count;
     state.batch_count = count;
@@ -944,11 +1083,12 @@ void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaSt
                      kThreads, 0, stream>>>(context);
     CheckLaunch("SubtractKernel");
   }
-  ScanKernel<<<static_cast<unsigned>(std::max(2 * (context.num_leaves - 1), 1)), kScanThreads, 0,
+  const unsigned scan_threads = static_cast<unsigned>(32 * std::min(context.num_features, kScanWarps));
+  ScanKernel<<<static_cast<unsigned>(std::max(2 * (context.num_leaves - 1), 1)), scan_threads, 0,
                stream>>>(context);
   CheckLaunch("ScanKernel");
-  const std::size_t select_bytes =
-      static_cast<std::size_t>(context.num_leaves) * (sizeof(double) + sizeof(int));
+  const std::size_t select_bytes = static_cast<std::size_t>(context.num_leaves) *
+                                   sizeof(TreeLeafView);
   SelectKernel<<<1, kSelectThreads, select_bytes, stream>>>(context);
   CheckLaunch("SelectKernel");
 }

@@ -24,6 +24,8 @@ using Word = unsigned long long;  // histograms on the device: 2 words per cell 
 // a category list per thread).
 inline constexpr int kMaxCategoryBins = 256;
 inline constexpr int kBitsetWords = kMaxCategoryBins / 32;
+// The most leaves per tree (the selection keeps 40 bytes per leaf in 48 KB of shared memory).
+inline constexpr int kMaxLeaves = 1024;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
 inline constexpr int kSharedCells = 48 * 1024 / 16;
 
@@ -166,7 +168,6 @@ struct GrowContext {
   int* tree_to_device = nullptr;      // num_leaves
   long long* tree_ranges = nullptr;   // 2 * num_leaves: tree leaves' ranges once done
   BatchSplit* batch = nullptr;        // num_leaves
-  int* batch_parents = nullptr;       // num_leaves: the device leaf each split splits
   int* scan_ids = nullptr;            // 2 * num_leaves
   int* partition_prefix = nullptr;    // num_leaves + 1
   int* histogram_prefix = nullptr;    // num_leaves + 1
