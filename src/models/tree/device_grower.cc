@@ -87,6 +87,8 @@ struct DeviceTreeGrower::State {
   DeviceArray<int> wide_prefix;
   DeviceArray<unsigned long long> cursors;
   DeviceArray<double> values;
+  DeviceArray<kernels::ScanCandidate> candidates;
+  DeviceArray<unsigned int> leaf_scans;
   device::PinnedArray<kernels::HostStatus> status;
   device::PinnedArray<kernels::GrowState> state_copy;
   device::PinnedArray<kernels::GrowLeaf> leaf_copy;
@@ -285,6 +287,13 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.histograms = s.histograms.data();
   c.slots = s.slots;
   c.max_blocks = 4 * multiprocessors;
+  c.scan_blocks = 4 * multiprocessors;
+  c.scan_chunks = std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
+  s.candidates.Resize(2 * leaves * static_cast<std::size_t>(s.features) * c.scan_chunks);
+  s.leaf_scans.Resize(2 * leaves);
+  TFG_CUDA_CHECK(cudaMemset(s.leaf_scans.data(), 0, s.leaf_scans.bytes()));
+  c.candidates = s.candidates.data();
+  c.leaf_scans = s.leaf_scans.data();
 }
 
 DeviceTreeGrower::~DeviceTreeGrower() = default;
@@ -294,10 +303,14 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   const HistogramLayout layout(mapper);
   const std::int64_t bin_bytes =
       static_cast<std::int64_t>(bins.bins8.size() + 2 * bins.bins16.size());
-  // Bins, two row orders, two histograms per leaf, four leaf records per leaf and small arrays.
+  // Bins, two row orders, two histograms per leaf, four leaf records per leaf, the scan's
+  // candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
+  const std::int64_t chunks =
+      std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
   return bin_bytes + 8 * bins.num_rows + 32 * layout.total_bins() * leaves +
          4 * leaves * std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::BatchSplit)) +
+         2 * leaves * bins.num_features * chunks * std::int64_t(sizeof(kernels::ScanCandidate)) +
          (std::int64_t(1) << 20);
 }
 
@@ -352,6 +365,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   std::atomic_ref<int> completed(status->completed);
   done.store(0);
   completed.store(0);
+  TFG_CUDA_CHECK(cudaMemsetAsync(s.histograms.data(), 0, s.histograms.bytes()));
   kernels::EnqueueRoot(c, count, seed, nullptr);
   int queued = 1;
   const int most_batches = 2 * s.params.num_leaves + kQueuedAhead + 2;

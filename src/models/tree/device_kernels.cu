@@ -23,11 +23,9 @@ constexpr std::int64_t kRowsPerBlock = 32768;
 constexpr std::int64_t kMinRowsPerBlock = 2048;
 // Rows of one chunk of the global-memory histogram.
 constexpr std::int64_t kWideRows = 2048;
-// Threads of the scan (one leaf per block, one feature per warp at a time) and selection.
-constexpr int kScanThreads = 1024;  // at most; one warp per feature up to 32 features
-constexpr int kScanWarps = kScanThreads / 32;
-constexpr int kScanTiles = 4;  // tiles of 32 thresholds a warp loads at once
-constexpr int kSelectThreads = 256;
+// Thresholds one scan work item (a warp) takes, as tiles of 32 loaded at once.
+constexpr int kScanTiles = kScanChunk / 32;
+constexpr int kSelectThreads = kThreads;  // the scan's blocks select too
 constexpr int kSplitsPerThread = (kMaxLeaves + kSelectThreads - 1) / kSelectThreads;
 // Positions of one partition work item: kRowsPerThread per thread.
 constexpr int kRowsPerThread = 4;
@@ -82,24 +80,6 @@ __device__ inline Word* HistogramOf(const GrowContext& context, int slot) {
   return context.histograms + 2 * std::size_t(slot) * context.groups.total_bins;
 }
 
-// Zeroes each split's smaller histogram and sets its partition cursors (left rows are written
-// from begin, right rows from begin + lefts).
-__global__ void PrepareKernel(GrowContext context) {
-  const int count = context.state->batch_count;
-  const std::int64_t words = 2 * context.groups.total_bins;
-  for (int s = blockIdx.y; s < count; s += gridDim.y) {
-    const BatchSplit& split = context.batch[s];
-    for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
-         at += std::int64_t(gridDim.x) * blockDim.x) {
-      split.smaller[at] = 0;
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      context.cursors[2 * s] = static_cast<unsigned long long>(split.begin);
-      context.cursors[2 * s + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
-    }
-  }
-}
-
 // Histograms of the batch's smaller children for the features of group g = blockIdx.y:
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
 // most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
@@ -131,7 +111,9 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
         chunk_rows < child_rows - first_row ? chunk_rows : child_rows - first_row;
     for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
     __syncthreads();
-    const std::int32_t* block_rows = context.order + begin + first_row;
+    // A partitioned split's rows are still in spare (copied back after the histograms).
+    const std::int32_t* block_rows =
+        (split.partition ? context.spare : context.order) + begin + first_row;
     auto add = [&](std::int32_t row, int feature, int cell_base) {
       const GradientPair pair = context.pairs[row];
       std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
@@ -221,26 +203,13 @@ __global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
     for (std::int64_t at = threadIdx.x; at < items; at += blockDim.x) {
       const std::int64_t position = at / group_features;
       const int feature = first + static_cast<int>(at - position * group_features);
-      const std::int32_t row = context.order[begin + first_row + position];
+      const std::int32_t row =
+          (split.partition ? context.spare : context.order)[begin + first_row + position];
       const GradientPair pair = context.pairs[row];
       const std::int64_t cell = offsets[feature] + BinOf(bins, stride, row, feature);
       atomicAdd(&split.smaller[2 * cell],
                 static_cast<Word>(static_cast<long long>(pair.gradient) * (1ll << 32) + 1));
       atomicAdd(&split.smaller[2 * cell + 1], static_cast<Word>(pair.hessian));
-    }
-  }
-}
-
-// larger -= smaller for each split with a parent histogram.
-__global__ void SubtractKernel(GrowContext context) {
-  const int count = context.state->batch_count;
-  const std::int64_t words = 2 * context.groups.total_bins;
-  for (int s = blockIdx.y; s < count; s += gridDim.y) {
-    const BatchSplit& split = context.batch[s];
-    if (split.larger == nullptr) continue;
-    for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < words;
-         at += std::int64_t(gridDim.x) * blockDim.x) {
-      split.larger[at] -= split.smaller[at];
     }
   }
 }
@@ -334,8 +303,9 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
   }
 }
 
-// Copies each partitioned range back from spare.
-__global__ void CopyBackKernel(GrowContext context) {
+// After the histograms: each partitioned range goes back from spare to the row order, and
+// each split's parent histogram becomes its larger child's (larger -= smaller).
+__global__ void FinishKernel(GrowContext context) {
   const int count = context.state->batch_count;
   const int chunks = context.state->partition_chunks;
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
@@ -347,6 +317,15 @@ __global__ void CopyBackKernel(GrowContext context) {
       const std::int64_t at = start + k * kThreads + threadIdx.x;
       if (at < split.end) context.order[at] = context.spare[at];
     }
+  }
+  const std::int64_t words = 2 * context.groups.total_bins;
+  const std::int64_t items = words * count;
+  for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
+       item += std::int64_t(gridDim.x) * blockDim.x) {
+    const BatchSplit& split = context.batch[item / words];
+    if (split.larger == nullptr) continue;
+    const std::int64_t at = item % words;
+    split.larger[at] -= split.smaller[at];
   }
 }
 
@@ -376,17 +355,7 @@ struct ScanArgs {
   double hessian_scale;
 };
 
-// One feature's best split for one leaf; feature < 0 when there is none.
-struct FeatureSplit {
-  double gain;
-  int feature;
-  int categorical;
-  int default_left;
-  int threshold_bin;
-  long long left_packed;
-  long long left_hessian;
-  std::uint32_t bitset[kBitsetWords];
-};
+using FeatureSplit = ScanCandidate;
 
 __device__ inline void ClearSplit(FeatureSplit& split) {
   split.gain = -INFINITY;
@@ -518,8 +487,8 @@ __device__ bool NodeTries(const GrowContext& context, std::uint64_t seed, std::u
 // thresholds in tiles of 32 with prefix sums by shuffles; ties go to the lowest missing side,
 // then the lowest threshold, as on the CPU.
 __device__ void ScanNumericDevice(const long long* cells, int bins, long long total_packed,
-                                  long long total_hessian, int only, const ScanArgs& args,
-                                  FeatureSplit& best) {
+                                  long long total_hessian, int only, int first_threshold,
+                                  const ScanArgs& args, FeatureSplit& best) {
   const int lane = threadIdx.x % 32;
   const double parent = LeafGain(double(CellGradient(total_packed)) * args.gradient_scale,
                                  double(total_hessian) * args.hessian_scale, args.params.reg);
@@ -548,16 +517,28 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
       lane_hessian = left_hessian;
     }
   };
+  // The cells below the chunk, summed by the warp.
   long long carry_packed = 0;
   long long carry_hessian = 0;
-  for (int group = 0; group <= last_right; group += 32 * kScanTiles) {
+  for (int bin = lane; bin < first_threshold; bin += 32) {
+    carry_packed += cells[2 * bin];
+    carry_hessian += cells[2 * bin + 1];
+  }
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    carry_packed += __shfl_xor_sync(0xffffffffu, carry_packed, shift);
+    carry_hessian += __shfl_xor_sync(0xffffffffu, carry_hessian, shift);
+  }
+  const int chunk_end = first_threshold + kScanChunk - 1 < last_right
+                            ? first_threshold + kScanChunk - 1
+                            : last_right;  // the chunk's last threshold
+  for (int group = first_threshold; group <= chunk_end; group += 32 * kScanTiles) {
     // The group's cells are loaded before any is scanned (the loads overlap).
     long long tile_packed[kScanTiles];
     long long tile_hessian[kScanTiles];
     for (int tile = 0; tile < kScanTiles; ++tile) {
       const int threshold = group + 32 * tile + lane;
-      tile_packed[tile] = threshold <= last_right ? cells[2 * threshold] : 0;
-      tile_hessian[tile] = threshold <= last_right ? cells[2 * threshold + 1] : 0;
+      tile_packed[tile] = threshold <= chunk_end ? cells[2 * threshold] : 0;
+      tile_hessian[tile] = threshold <= chunk_end ? cells[2 * threshold + 1] : 0;
     }
     for (int tile = 0; tile < kScanTiles; ++tile) {
       const int threshold = group + 32 * tile + lane;
@@ -575,6 +556,7 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
       const long long left_hessian = carry_hessian + hessian;
       carry_packed += __shfl_sync(0xffffffffu, packed, 31);
       carry_hessian += __shfl_sync(0xffffffffu, hessian, 31);
+      if (threshold > chunk_end) continue;
       if (threshold <= last_right && (only < 0 || threshold == only_right)) {
         consider(left_packed, left_hessian, threshold);
       }
@@ -604,71 +586,102 @@ __device__ void ScanNumericDevice(const long long* cells, int bins, long long to
   }
 }
 
-// One block per leaf to scan (the batch's children, or the root), one warp per feature (warp
-// w takes features w, w + warps, ... when there are more than 32); the leaf's best split is the largest gain over the features,
-// ties to the lowest feature, kept only above min_gain_to_split (KeepBetterSplit's rule).
-__global__ void __launch_bounds__(kScanThreads) ScanKernel(GrowContext context) {
+// One work item of the scan, by a warp: thresholds [chunk * kScanChunk, + kScanChunk) of
+// `feature` for leaf scan_ids[at] (a categorical feature's whole scan in chunk 0). Lane 0
+// writes the best candidate to `out` (feature < 0: none).
+__device__ void ScanItem(const GrowContext& context, int at, int feature, int chunk,
+                         FeatureSplit* out) {
   const GrowState& state = *context.state;
-  if (static_cast<int>(blockIdx.x) >= state.scan_count) return;
-  GrowLeaf& leaf = context.leaves[context.scan_ids[blockIdx.x]];
+  const GrowLeaf& leaf = context.leaves[context.scan_ids[at]];
   const ScanParams& params = context.scan;
+  const int lane = threadIdx.x % 32;
+  FeatureSplit found;
+  ClearSplit(found);
   const long long total_packed = leaf.total_packed;
   const long long total_hessian = leaf.total_hessian;
+  const int bins = context.num_bins[feature];
+  const bool categorical = context.categorical[feature] != 0;
   const bool splittable = (params.max_depth <= 0 || leaf.depth < params.max_depth) &&
                           CellCount(total_packed) >= 2 * params.min_data_in_leaf;
-  if (!splittable) return;  // the selection made it without a split
-  const ScanArgs args{params, context.scales->gradient_scale, context.scales->hessian_scale};
-  const std::uint64_t seed = state.seed;
-  const std::uint64_t node_key = leaf.node_key;
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  const long long* histogram = reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot));
-  FeatureSplit warp_best;
-  ClearSplit(warp_best);
-  const int warps = static_cast<int>(blockDim.x) / 32;
-  for (int feature = warp; feature < context.num_features; feature += warps) {
-    const int bins = context.num_bins[feature];
-    if (!context.active[feature] || bins < 2) continue;
-    if (!NodeTries(context, seed, node_key, feature)) continue;
-    const long long* cells = histogram + 2 * context.groups.offsets[feature];
-    FeatureSplit found;
-    ClearSplit(found);
-    if (context.categorical[feature]) {
+  const bool tried = splittable && context.active[feature] && bins >= 2 &&
+                     (categorical ? chunk == 0 : chunk * kScanChunk <= bins - 2);
+  if (tried && NodeTries(context, state.seed, leaf.node_key, feature)) {
+    const ScanArgs args{params, context.scales->gradient_scale, context.scales->hessian_scale};
+    const long long* cells =
+        reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot)) +
+        2 * context.groups.offsets[feature];
+    if (categorical) {
       if (lane == 0) ScanCategoricalDevice(cells, bins, total_packed, total_hessian, args, found);
     } else {
       const int only =
-          params.extra_trees ? ExtraTreesThreshold(seed, node_key, feature, bins) : -1;
-      ScanNumericDevice(cells, bins, total_packed, total_hessian, only, args, found);
+          params.extra_trees ? ExtraTreesThreshold(state.seed, leaf.node_key, feature, bins) : -1;
+      ScanNumericDevice(cells, bins, total_packed, total_hessian, only, chunk * kScanChunk, args,
+                        found);
     }
-    // Features come in increasing order per warp: a strictly larger gain replaces.
-    if (lane == 0 && found.gain > -INFINITY && found.gain > warp_best.gain) {
-      warp_best = found;
-      warp_best.feature = feature;
+    if (found.gain > -INFINITY) found.feature = feature;
+  }
+  if (lane == 0) *out = found;
+}
+
+// The leaf's best split from its `count` candidates (written by other warps: read through L2),
+// by a warp: the largest gain, then the lowest feature (the CPU compares features in order),
+// then the lowest key (missing side, threshold: its scan's tie order); kept only above
+// min_gain_to_split (KeepBetterSplit's rule).
+__device__ void ReduceLeaf(const GrowContext& context, int at, const FeatureSplit* candidates,
+                           int count) {
+  const int lane = threadIdx.x % 32;
+  int best = -1;
+  double best_gain = -INFINITY;
+  int best_feature = 0x7fffffff;
+  int best_key = 0x7fffffff;
+  for (int index = lane; index < count; index += 32) {
+    const FeatureSplit* candidate = candidates + index;
+    const int feature = __ldcg(&candidate->feature);
+    if (feature < 0) continue;
+    const double gain = __ldcg(&candidate->gain);
+    const int key = __ldcg(&candidate->categorical)
+                        ? 0
+                        : __ldcg(&candidate->default_left) * 65536 +
+                              __ldcg(&candidate->threshold_bin);
+    if (best < 0 || gain > best_gain ||
+        (gain == best_gain && (feature < best_feature ||
+                               (feature == best_feature && key < best_key)))) {
+      best = index;
+      best_gain = gain;
+      best_feature = feature;
+      best_key = key;
     }
   }
-  __shared__ FeatureSplit bests[kScanWarps];
-  if (lane == 0) bests[warp] = warp_best;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  int chosen = -1;
-  for (int at = 0; at < warps; ++at) {
-    const FeatureSplit& other = bests[at];
-    if (other.feature < 0) continue;
-    if (chosen < 0 || other.gain > bests[chosen].gain ||
-        (other.gain == bests[chosen].gain && other.feature < bests[chosen].feature)) {
-      chosen = at;
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    const int other = __shfl_down_sync(0xffffffffu, best, shift);
+    const double other_gain = __shfl_down_sync(0xffffffffu, best_gain, shift);
+    const int other_feature = __shfl_down_sync(0xffffffffu, best_feature, shift);
+    const int other_key = __shfl_down_sync(0xffffffffu, best_key, shift);
+    if (other >= 0 &&
+        (best < 0 || other_gain > best_gain ||
+         (other_gain == best_gain &&
+          (other_feature < best_feature || (other_feature == best_feature && other_key < best_key))))) {
+      best = other;
+      best_gain = other_gain;
+      best_feature = other_feature;
+      best_key = other_key;
     }
   }
-  if (chosen < 0 || !(bests[chosen].gain > params.min_gain_to_split)) return;
-  const FeatureSplit& best = bests[chosen];
-  leaf.gain = best.gain;
-  leaf.feature = best.feature;
-  leaf.categorical = best.categorical;
-  leaf.default_left = best.default_left;
-  leaf.threshold_bin = best.threshold_bin;
-  leaf.left_packed = best.left_packed;
-  leaf.left_hessian = best.left_hessian;
-  for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = best.bitset[word];
+  if (lane != 0 || best < 0 || !(best_gain > context.scan.min_gain_to_split)) return;
+  const unsigned long long* from = reinterpret_cast<const unsigned long long*>(candidates + best);
+  FeatureSplit chosen;
+  unsigned long long* to = reinterpret_cast<unsigned long long*>(&chosen);
+  for (int word = 0; word < int(sizeof(FeatureSplit) / 8); ++word) to[word] = __ldcg(from + word);
+  GrowLeaf& leaf = context.leaves[context.scan_ids[at]];
+  leaf.gain = chosen.gain;
+  leaf.feature = chosen.feature;
+  leaf.categorical = chosen.categorical;
+  leaf.default_left = chosen.default_left;
+  leaf.threshold_bin = chosen.threshold_bin;
+  leaf.left_packed = chosen.left_packed;
+  leaf.left_hessian = chosen.left_hessian;
+  for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = chosen.bitset[word];
+  __threadfence();  // the record before the block's count (ScanSelectKernel)
 }
 
 // A leaf record with no split yet.
@@ -722,6 +735,16 @@ __device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSp
   return items;
 }
 
+__device__ inline unsigned long long PackItems(const SplitItems& items) {
+  return static_cast<unsigned long long>(items.partition) |
+         (static_cast<unsigned long long>(items.histogram) << 22) |
+         (static_cast<unsigned long long>(items.wide) << 43);
+}
+__device__ inline SplitItems UnpackItems(unsigned long long packed) {
+  return {static_cast<int>(packed & ((1ull << 22) - 1)),
+          static_cast<int>((packed >> 22) & ((1ull << 21) - 1)), static_cast<int>(packed >> 43)};
+}
+
 // Each split's first work item (prefix[at]) and the batch's totals (prefix[count]).
 __device__ inline void SetWork(const GrowContext& context, int at, const SplitItems& first) {
   context.partition_prefix[at] = first.partition;
@@ -761,6 +784,7 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   state.done = 0;
   state.error = 0;
   state.selections = 0;
+  state.scans_finished = 0;
   OpenLeaf(context.leaves[0], 0, count, 0, 0, 0, 0, 0);
   context.tree_to_device[0] = 0;
   context.scan_ids[0] = 0;
@@ -776,6 +800,8 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   const SplitItems items = SplitWork(context, root, 0);
   SetWork(context, 0, SplitItems{0, 0, 0});
   SetWorkTotals(context, 1, items);
+  context.cursors[0] = 0;
+  context.cursors[1] = static_cast<unsigned long long>(count);
 }
 
 // The selection's view of one tree leaf, in shared memory: the gain of its device leaf's best
@@ -790,8 +816,19 @@ struct TreeLeafView {
   int right;
 };
 
-__device__ inline double SplitGainOf(const GrowLeaf& leaf) {
-  return leaf.feature >= 0 ? leaf.gain : -INFINITY;
+// Reads of leaf records in the selection go through L2 (__ldcg): the scans of other blocks of
+// the same launch wrote them.
+__device__ inline double SplitGainOf(const GrowLeaf* leaf) {
+  return __ldcg(&leaf->feature) >= 0 ? __ldcg(&leaf->gain) : -INFINITY;
+}
+
+__device__ inline GrowLeaf LoadLeaf(const GrowLeaf* leaf) {
+  static_assert(sizeof(GrowLeaf) % 8 == 0, "a leaf record is whole 64-bit words");
+  GrowLeaf copy;
+  const unsigned long long* from = reinterpret_cast<const unsigned long long*>(leaf);
+  unsigned long long* to = reinterpret_cast<unsigned long long*>(&copy);
+  for (int word = 0; word < int(sizeof(GrowLeaf) / 8); ++word) to[word] = __ldcg(from + word);
+  return copy;
 }
 
 // After a batch: checks its partitions, replays the best-first choices the CPU loop makes
@@ -799,7 +836,7 @@ __device__ inline double SplitGainOf(const GrowLeaf& leaf) {
 // complete or writes the next batch: the leaf chosen next, and (ahead) every other leaf that
 // may split, best first, up to the splits left to make. The replay runs on a copy of the tree
 // leaves in shared memory (dynamic: a TreeLeafView per leaf).
-__global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext context) {
+__device__ void Select(const GrowContext& context) {
   extern __shared__ TreeLeafView views[];
   __shared__ int parents[kMaxLeaves];  // the batch's splits: the device leaves they split
   __shared__ int chosen_leaf;
@@ -826,12 +863,12 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
   for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
     TreeLeafView view;
     view.id = context.tree_to_device[leaf];
-    const GrowLeaf& record = context.leaves[view.id];
+    const GrowLeaf* record = context.leaves + view.id;
     view.gain = SplitGainOf(record);
-    view.left = record.left;
-    view.right = record.right;
-    view.left_gain = view.left >= 0 ? SplitGainOf(context.leaves[view.left]) : -INFINITY;
-    view.right_gain = view.right >= 0 ? SplitGainOf(context.leaves[view.right]) : -INFINITY;
+    view.left = __ldcg(&record->left);
+    view.right = __ldcg(&record->right);
+    view.left_gain = view.left >= 0 ? SplitGainOf(context.leaves + view.left) : -INFINITY;
+    view.right_gain = view.right >= 0 ? SplitGainOf(context.leaves + view.right) : -INFINITY;
     views[leaf] = view;
   }
   __syncthreads();
@@ -889,9 +926,9 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
   }
   if (chosen < 0) {
     for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      const GrowLeaf& record = context.leaves[views[leaf].id];
-      context.tree_ranges[2 * leaf] = record.begin;
-      context.tree_ranges[2 * leaf + 1] = record.end;
+      const GrowLeaf* record = context.leaves + views[leaf].id;
+      context.tree_ranges[2 * leaf] = __ldcg(&record->begin);
+      context.tree_ranges[2 * leaf + 1] = __ldcg(&record->end);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -911,21 +948,25 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
     parents[0] = views[chosen].id;
   }
   if (context.ahead) {
+    // Each leaf's gain if it may join the batch (-inf if not), in the views' left_gain (the
+    // replay is done with it), then its rank among those: best first, ties to the lower leaf.
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      TreeLeafView& view = views[leaf];
+      view.left_gain = leaf != chosen && view.left < 0 ? view.gain : -INFINITY;
+    }
+    __syncthreads();
     const int room = context.num_leaves - leaves - 1;
     for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      const TreeLeafView& view = views[leaf];
-      if (leaf == chosen || !(view.gain > -INFINITY) || view.left >= 0) continue;
-      const double gain = view.gain;
+      const double gain = views[leaf].left_gain;
+      if (!(gain > -INFINITY)) continue;
       int rank = 0;
+#pragma unroll 8
       for (int other = 0; other < leaves; ++other) {
-        const TreeLeafView& rival = views[other];
-        if (other != chosen && rival.gain > -INFINITY && rival.left < 0 &&
-            (rival.gain > gain || (rival.gain == gain && other < leaf))) {
-          ++rank;
-        }
+        const double rival = views[other].left_gain;
+        rank += rival > gain || (rival == gain && other < leaf);
       }
       if (rank < room) {
-        parents[1 + rank] = view.id;
+        parents[1 + rank] = views[leaf].id;
         atomicAdd(&batch_size, 1);
       }
     }
@@ -948,15 +989,15 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
   const unsigned long long nodes = state.nodes_made;
   // Thread t makes splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread): blocked, so the
   // block's prefix sums give each split its first work items in split order.
-  int partition_items[kSplitsPerThread];
-  int histogram_items[kSplitsPerThread];
-  int wide_items[kSplitsPerThread];
+  // Work items packed as partition | histogram << 22 | wide << 43 (each total stays below its
+  // field: rows are int32 indices), so one block scan serves all three.
+  unsigned long long packed_items[kSplitsPerThread];
   for (int k = 0; k < kSplitsPerThread; ++k) {
     const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
-    partition_items[k] = histogram_items[k] = wide_items[k] = 0;
+    packed_items[k] = 0;
     if (at >= count) continue;
     const int id = parents[at];
-    GrowLeaf& parent = context.leaves[id];
+    const GrowLeaf parent = LoadLeaf(context.leaves + id);
     const long long lefts = CellCount(parent.left_packed);
     const long long rights = parent.end - parent.begin - lefts;
     const int left = first_leaf + 2 * at;
@@ -985,27 +1026,24 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
     split.smaller_is_left = left_smaller ? 1 : 0;
     split.partition = 1;
     context.batch[at] = split;
-    parent.left = left;
-    parent.right = right;
+    context.cursors[2 * at] = static_cast<unsigned long long>(split.begin);
+    context.cursors[2 * at + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+    context.leaves[id].left = left;
+    context.leaves[id].right = right;
     context.scan_ids[2 * at] = left;
     context.scan_ids[2 * at + 1] = right;
     const SplitItems items = SplitWork(context, split, at);
-    partition_items[k] = items.partition;
-    histogram_items[k] = items.histogram;
-    wide_items[k] = items.wide;
+    packed_items[k] = PackItems(items);
   }
-  using Scan = cub::BlockScan<int, kSelectThreads>;
+  using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
-  SplitItems total;
-  Scan(scan_storage).ExclusiveSum(partition_items, partition_items, total.partition);
-  __syncthreads();
-  Scan(scan_storage).ExclusiveSum(histogram_items, histogram_items, total.histogram);
-  __syncthreads();
-  Scan(scan_storage).ExclusiveSum(wide_items, wide_items, total.wide);
+  unsigned long long packed_total = 0;
+  Scan(scan_storage).ExclusiveSum(packed_items, packed_items, packed_total);
   for (int k = 0; k < kSplitsPerThread; ++k) {
     const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
-    if (at < count) SetWork(context, at, {partition_items[k], histogram_items[k], wide_items[k]});
+    if (at < count) SetWork(context, at, UnpackItems(packed_items[k]));
   }
+  const SplitItems total = UnpackItems(packed_total);
   if (threadIdx.x == 0) {
     SetWorkTotals(context, count, total);
     state.device_leaves = first_leaf + 2 * count;
@@ -1014,6 +1052,49 @@ __global__ void __launch_bounds__(kSelectThreads) SelectKernel(GrowContext conte
     state.scan_count = 2 * count;
     PostStatus(context);
   }
+}
+
+// The batch's leaves' best splits, then, in the last block to finish, the selection. Work
+// items are (leaf, feature, chunk of kScanChunk thresholds), one per warp: a batch of a few
+// leaves still spreads over the whole device. The last warp to finish a leaf's items reduces
+// them to the leaf's best split.
+__global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context) {
+  __shared__ bool last_block;
+  GrowState& state = *context.state;
+  const int per_leaf = context.num_features * context.scan_chunks;
+  const long long items = static_cast<long long>(state.scan_count) * per_leaf;
+  const int lane = threadIdx.x % 32;
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  for (long long item = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32;
+       item < items; item += static_cast<long long>(gridDim.x) * warps) {
+    const int at = static_cast<int>(item / per_leaf);
+    const int rest = static_cast<int>(item - static_cast<long long>(at) * per_leaf);
+    const int feature = rest / context.scan_chunks;
+    const int chunk = rest - feature * context.scan_chunks;
+    FeatureSplit* leaf_candidates = context.candidates + static_cast<long long>(at) * per_leaf;
+    ScanItem(context, at, feature, chunk, leaf_candidates + rest);
+    bool last_item = false;
+    if (lane == 0) {
+      __threadfence();  // the candidate before the count
+      last_item = atomicAdd(&context.leaf_scans[at], 1u) == static_cast<unsigned>(per_leaf - 1);
+    }
+    last_item = __shfl_sync(0xffffffffu, last_item, 0);
+    if (last_item) {
+      __threadfence();
+      ReduceLeaf(context, at, leaf_candidates, per_leaf);
+      if (lane == 0) context.leaf_scans[at] = 0;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's records before its count
+    last_block = atomicAdd(&state.scans_finished, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  if (threadIdx.x == 0) state.scans_finished = 0;
+  Select(context);
 }
 
 // Tree leaf blockIdx.x's value from its rows' exact gradients, summed in fixed point at the
@@ -1047,7 +1128,8 @@ __global__ void SequenceKernel(std::int32_t* out, std::int64_t count) {
   }
 }
 
-// The kernels after the partition: histograms, subtraction, (the root's sums), scan, selection.
+// The kernels after the partition: histograms, the copy back and subtraction (or the root's
+// sums), the scans and the selection.
 void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaStream_t stream) {
   const HistogramGroups& groups = context.groups;
   const DeviceBins& bins = context.bins;
@@ -1073,32 +1155,18 @@ void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaSt
     }
     CheckLaunch("WideHistogramKernel");
   }
-  const std::int64_t words = 2 * groups.total_bins;
-  const unsigned batch_blocks = static_cast<unsigned>(std::min(context.num_leaves, 64));
   if (root) {
     RootTotalKernel<<<1, 32, 0, stream>>>(context);
     CheckLaunch("RootTotalKernel");
   } else {
-    SubtractKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 16)), batch_blocks),
-                     kThreads, 0, stream>>>(context);
-    CheckLaunch("SubtractKernel");
+    FinishKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context);
+    CheckLaunch("FinishKernel");
   }
-  const unsigned scan_threads = static_cast<unsigned>(32 * std::min(context.num_features, kScanWarps));
-  ScanKernel<<<static_cast<unsigned>(std::max(2 * (context.num_leaves - 1), 1)), scan_threads, 0,
-               stream>>>(context);
-  CheckLaunch("ScanKernel");
-  const std::size_t select_bytes = static_cast<std::size_t>(context.num_leaves) *
-                                   sizeof(TreeLeafView);
-  SelectKernel<<<1, kSelectThreads, select_bytes, stream>>>(context);
-  CheckLaunch("SelectKernel");
-}
-
-void EnqueuePrepare(const GrowContext& context, cudaStream_t stream) {
-  const std::int64_t words = 2 * context.groups.total_bins;
-  const unsigned batch_blocks = static_cast<unsigned>(std::min(context.num_leaves, 64));
-  PrepareKernel<<<dim3(static_cast<unsigned>(std::min(GridFor(words, 4), 16)), batch_blocks),
-                  kThreads, 0, stream>>>(context);
-  CheckLaunch("PrepareKernel");
+  const std::size_t select_bytes =
+      static_cast<std::size_t>(context.num_leaves) * sizeof(TreeLeafView);
+  ScanSelectKernel<<<static_cast<unsigned>(context.scan_blocks), kSelectThreads, select_bytes,
+                     stream>>>(context);
+  CheckLaunch("ScanSelectKernel");
 }
 
 }  // namespace
@@ -1112,12 +1180,10 @@ void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t s
                  Stream stream) {
   RootKernel<<<1, 1, 0, stream>>>(context, count, seed);
   CheckLaunch("RootKernel");
-  EnqueuePrepare(context, stream);
   EnqueueHistogramsAndSelection(context, true, stream);
 }
 
 void EnqueueBatch(const GrowContext& context, Stream stream) {
-  EnqueuePrepare(context, stream);
   const DeviceBins& bins = context.bins;
   const unsigned blocks = static_cast<unsigned>(context.max_blocks);
   if (bins.bins16 != nullptr) {
@@ -1126,8 +1192,6 @@ void EnqueueBatch(const GrowContext& context, Stream stream) {
     PartitionKernel<std::uint8_t><<<blocks, kThreads, 0, stream>>>(context, bins.bins8);
   }
   CheckLaunch("PartitionKernel");
-  CopyBackKernel<<<blocks, kThreads, 0, stream>>>(context);
-  CheckLaunch("CopyBackKernel");
   EnqueueHistogramsAndSelection(context, false, stream);
 }
 

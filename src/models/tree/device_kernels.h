@@ -92,6 +92,7 @@ struct GrowState {
   int done;                       // the tree is complete
   int error;                      // kGrow*; 0 when none
   int selections;                 // selections run since the tree started
+  unsigned int scans_finished;    // blocks of the scan launch done (the last one selects)
   int partition_chunks;           // work items of the batch's kernels
   int histogram_chunks;
   int wide_chunks;
@@ -101,6 +102,21 @@ struct GrowState {
 struct HostStatus {
   int done;
   int completed;  // selections run since the tree started
+};
+
+// Thresholds of one feature one scan work item takes.
+inline constexpr int kScanChunk = 64;
+
+// One scan work item's best split (feature < 0: none).
+struct ScanCandidate {
+  double gain;
+  int feature;
+  int categorical;
+  int default_left;
+  int threshold_bin;
+  long long left_packed;
+  long long left_hessian;
+  std::uint32_t bitset[kBitsetWords];
 };
 
 // A split as the partition reads it.
@@ -178,11 +194,16 @@ struct GrowContext {
   unsigned long long* cursors = nullptr;  // 2 * num_leaves
   Word* histograms = nullptr;
   int slots = 0;
-  int max_blocks = 1;  // blocks of the row-parallel kernels
+  int max_blocks = 1;   // blocks of the row-parallel kernels
+  int scan_blocks = 1;  // blocks of the scan and selection
+  int scan_chunks = 1;  // work items per feature: the most thresholds / kScanChunk
+  ScanCandidate* candidates = nullptr;  // 2 * num_leaves * num_features * scan_chunks
+  unsigned int* leaf_scans = nullptr;   // 2 * num_leaves: items done per leaf (zero between)
 };
 
 // Queues the root: its histogram, sums and best split, and the first batch. `count` rows are
-// order[0, count) (set by the caller).
+// order[0, count) (set by the caller); every histogram slot is zero (set by the caller: each
+// slot is used once per tree, so nothing zeroes them between batches).
 void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed,
                  Stream stream);
 
