@@ -76,8 +76,8 @@ class PinnedArray {
     if (count == size_) return;
     Release();
     if (count > 0) {
-      TFG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T),
-                                   cudaHostAllocMapped));
+      TFG_CUDA_CHECK(
+          cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T), cudaHostAllocMapped));
       TFG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), data_, 0));
     }
     size_ = count;

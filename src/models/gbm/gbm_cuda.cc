@@ -110,11 +110,10 @@ class CudaRoundTrainer final : public RoundTrainer {
   // Adds the tree's leaf values (unscaled on the device; times the learning rate as the host
   // scales them) to the scores of the rows it was grown on.
   void UpdateScores(const tree::Tree& tree, int output) {
-    std::int64_t widest = 1;
-    for (const auto& [begin, end] : grower_.leaf_ranges()) widest = std::max(widest, end - begin);
-    kernels::AddLeafScores(grower_.device_order(), grower_.device_leaf_ranges(), tree.num_leaves(),
-                           widest, grower_.device_leaf_values(), params_.learning_rate,
-                           scores_.data(), outputs_, output);
+    kernels::AddLeafScores(grower_.device_order(), grower_.device_leaf_ranges(),
+                           grower_.device_leaf_chunks(), tree.num_leaves(),
+                           setup_.bagging ? bag_rows_ : rows_, grower_.device_leaf_values(),
+                           params_.learning_rate, scores_.data(), outputs_, output);
   }
 
   // Rows out of the bag: routed through the tree (leaf values already scaled).

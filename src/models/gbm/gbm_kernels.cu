@@ -56,8 +56,8 @@ __global__ void MaxAbsKernel(const float* gradients, std::int64_t rows, unsigned
   atomicMax(max_bits, local);
 }
 
-__global__ void ScalesKernel(const unsigned int* max_bits, std::int64_t level,
-                             double hessian_fixed, RoundScales* scales) {
+__global__ void ScalesKernel(const unsigned int* max_bits, std::int64_t level, double hessian_fixed,
+                             RoundScales* scales) {
   const double max_gradient = __uint_as_float(*max_bits);
   scales->gradient_scale = max_gradient > 0 ? max_gradient / double(level) : 1.0;
   scales->hessian_scale = 1.0 / hessian_fixed;
@@ -84,17 +84,32 @@ __global__ void BagKernel(std::uint64_t seed, std::uint64_t stream, double fract
 }
 
 // Adds each leaf's value to the scores of its rows (positions [begin, end) of `order`).
+// Work items are chunks of kLeafChunk positions of one leaf (chunks[l]: leaf l's first).
 __global__ void LeafScoreKernel(const std::int32_t* order, const long long* ranges,
-                                const double* values, double learning_rate, float* scores,
-                                int outputs, int output) {
-  const int leaf = blockIdx.y;
-  const std::int64_t begin = ranges[2 * leaf];
-  const std::int64_t end = ranges[2 * leaf + 1];
-  const double value = values[leaf] * learning_rate;
-  for (std::int64_t at = begin + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < end;
-       at += std::int64_t(gridDim.x) * blockDim.x) {
-    float& score = scores[std::int64_t(order[at]) * outputs + output];
-    score = AddToScore(score, value);
+                                const int* chunks, int leaf_count, const double* values,
+                                double learning_rate, float* scores, int outputs, int output) {
+  constexpr int kLeafChunk = tree::kernels::kLeafChunk;
+  const int items = chunks[leaf_count];
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    int low = 0;
+    int high = leaf_count - 1;
+    while (low < high) {  // the last leaf whose first item is at most `item`
+      const int middle = (low + high + 1) / 2;
+      if (chunks[middle] <= item) {
+        low = middle;
+      } else {
+        high = middle - 1;
+      }
+    }
+    const int leaf = low;
+    const double value = values[leaf] * learning_rate;
+    const std::int64_t begin = ranges[2 * leaf] + std::int64_t(item - chunks[leaf]) * kLeafChunk;
+    const std::int64_t end =
+        begin + kLeafChunk < ranges[2 * leaf + 1] ? begin + kLeafChunk : ranges[2 * leaf + 1];
+    for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+      float& score = scores[std::int64_t(order[at]) * outputs + output];
+      score = AddToScore(score, value);
+    }
   }
 }
 
@@ -183,13 +198,13 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
                                             bag_count, static_cast<int>(rows)));
 }
 
-void AddLeafScores(const std::int32_t* order, const long long* ranges, int leaf_count,
-                   std::int64_t widest_leaf, const double* values, double learning_rate,
+void AddLeafScores(const std::int32_t* order, const long long* ranges, const int* chunks,
+                   int leaf_count, std::int64_t rows, const double* values, double learning_rate,
                    float* scores, int outputs, int output) {
-  const dim3 grid(static_cast<unsigned>(std::min(GridFor(widest_leaf), 256)),
-                  static_cast<unsigned>(leaf_count));
-  LeafScoreKernel<<<grid, kThreads>>>(order, ranges, values, learning_rate, scores, outputs,
-                                      output);
+  const std::int64_t items = rows / tree::kernels::kLeafChunk + leaf_count;
+  const int blocks = static_cast<int>(std::clamp<std::int64_t>(items, 1, 2048));
+  LeafScoreKernel<<<blocks, kThreads>>>(order, ranges, chunks, leaf_count, values, learning_rate,
+                                        scores, outputs, output);
   CheckLaunch("LeafScoreKernel");
 }
 

@@ -54,7 +54,6 @@ FeatureGroups GroupFeatures(const std::vector<std::int64_t>& offsets, int cells)
 
 }  // namespace
 
-
 struct DeviceTreeGrower::State {
   const BinMapper* mapper = nullptr;
   GrowerParams params;
@@ -79,6 +78,8 @@ struct DeviceTreeGrower::State {
   DeviceArray<kernels::GrowLeaf> leaves;
   DeviceArray<int> tree_to_device;
   DeviceArray<long long> tree_ranges;
+  DeviceArray<int> leaf_prefix;
+  DeviceArray<long long> leaf_sums;
   DeviceArray<kernels::BatchSplit> batch;
   DeviceArray<int> scan_ids;
   DeviceArray<int> partition_prefix;
@@ -178,9 +179,10 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   if (s.features < 1) throw NotSupported("the CUDA grower needs at least one binned feature");
   const int num_leaves = std::max(params.num_leaves, 2);
   if (num_leaves > kernels::kMaxLeaves) {
-    throw NotSupported(fmt::format("the CUDA grower takes at most {} leaves per tree; num_leaves "
-                                   "is {}",
-                                   kernels::kMaxLeaves, num_leaves));
+    throw NotSupported(
+        fmt::format("the CUDA grower takes at most {} leaves per tree; num_leaves "
+                    "is {}",
+                    kernels::kMaxLeaves, num_leaves));
   }
   const HistogramLayout layout(mapper);
   s.total_bins = layout.total_bins();
@@ -228,6 +230,9 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.leaves.Resize(capacity);
   s.tree_to_device.Resize(leaves);
   s.tree_ranges.Resize(2 * leaves);
+  s.leaf_prefix.Resize(leaves + 1);
+  TFG_CUDA_CHECK(cudaMemset(s.leaf_prefix.data(), 0, s.leaf_prefix.bytes()));
+  s.leaf_sums.Resize(leaves);
   s.batch.Resize(leaves);
   s.scan_ids.Resize(2 * leaves);
   s.partition_prefix.Resize(leaves + 1);
@@ -275,6 +280,8 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.leaf_capacity = static_cast<int>(capacity);
   c.tree_to_device = s.tree_to_device.data();
   c.tree_ranges = s.tree_ranges.data();
+  c.leaf_prefix = s.leaf_prefix.data();
+  c.leaf_sums = s.leaf_sums.data();
   c.batch = s.batch.data();
   c.scan_ids = s.scan_ids.data();
   c.partition_prefix = s.partition_prefix.data();
@@ -288,7 +295,8 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.slots = s.slots;
   c.max_blocks = 4 * multiprocessors;
   c.scan_blocks = 4 * multiprocessors;
-  c.scan_chunks = std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
+  c.scan_chunks =
+      std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
   s.candidates.Resize(2 * leaves * static_cast<std::size_t>(s.features) * c.scan_chunks);
   s.leaf_scans.Resize(2 * leaves);
   TFG_CUDA_CHECK(cudaMemset(s.leaf_scans.data(), 0, s.leaf_scans.bytes()));
@@ -316,11 +324,11 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
 
 const std::int32_t* DeviceTreeGrower::device_order() const { return state_->order.data(); }
 
-const long long* DeviceTreeGrower::device_leaf_ranges() const {
-  return state_->tree_ranges.data();
-}
+const long long* DeviceTreeGrower::device_leaf_ranges() const { return state_->tree_ranges.data(); }
 
 const double* DeviceTreeGrower::device_leaf_values() const { return state_->values.data(); }
+
+const int* DeviceTreeGrower::device_leaf_chunks() const { return state_->leaf_prefix.data(); }
 
 const std::vector<std::pair<std::int64_t, std::int64_t>>& DeviceTreeGrower::leaf_ranges() const {
   return state_->leaf_ranges;
@@ -397,8 +405,8 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   s.batches_run += grown.selections;
   TFG_CHECK(grown.error != kernels::kGrowBadPartition,
             "a device partition's sides disagree with its split's sums");
-  TFG_CHECK(grown.error != kernels::kGrowOutOfSlots,
-            "the CUDA grower ran out of its {} histograms", s.slots);
+  TFG_CHECK(grown.error != kernels::kGrowOutOfSlots, "the CUDA grower ran out of its {} histograms",
+            s.slots);
   const kernels::GrowLeaf* records = s.leaf_copy.data();
   std::vector<LeafSplit> splits;
   splits.reserve(static_cast<std::size_t>(grown.device_leaves));

@@ -21,8 +21,8 @@ struct RoundScales;
 // A round's gradients as they sit on the device (the pointers are device memory; the scales
 // are written there by the caller's kernels, so no scalar of the round visits the host).
 struct DeviceGradients {
-  const GradientPair* pairs = nullptr;         // by row
-  const float* exact_gradients = nullptr;      // by row
+  const GradientPair* pairs = nullptr;     // by row
+  const float* exact_gradients = nullptr;  // by row
   const kernels::RoundScales* scales = nullptr;
 };
 
@@ -51,6 +51,9 @@ class DeviceTreeGrower {
   const std::int32_t* device_order() const;
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;
+  // A work list over the last tree's rows: leaf l's first item of kernels::kLeafChunk positions
+  // (num_leaves + 1 entries, the last the total), on the device.
+  const int* device_leaf_chunks() const;
   const std::vector<std::pair<std::int64_t, std::int64_t>>& leaf_ranges() const;
   // Batches of leaf splits run so far, over every tree grown (the root's included).
   std::int64_t batches_run() const;

@@ -27,6 +27,8 @@ constexpr std::int64_t kWideRows = 2048;
 constexpr int kScanTiles = kScanChunk / 32;
 constexpr int kSelectThreads = kThreads;  // the scan's blocks select too
 constexpr int kSplitsPerThread = (kMaxLeaves + kSelectThreads - 1) / kSelectThreads;
+// Features one histogram thread takes of each row it reads.
+constexpr int kFeaturesPerThread = 4;
 // Positions of one partition work item: kRowsPerThread per thread.
 constexpr int kRowsPerThread = 4;
 constexpr std::int64_t kPartitionRows = kRowsPerThread * kThreads;
@@ -123,37 +125,58 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
       atomicAdd(at + 3, pair.hessian >> 16);
     };
     if (group_features <= static_cast<int>(blockDim.x)) {
-      // Thread t takes feature t % group_features of every (blockDim.x / group_features)-th
-      // row: consecutive threads read one row's consecutive bins, and no division is left in
-      // the loop.
-      const int rows_per_pass = static_cast<int>(blockDim.x) / group_features;
-      const int row_lane = static_cast<int>(threadIdx.x) / group_features;
-      const int feature = first + static_cast<int>(threadIdx.x) % group_features;
+      // Thread t takes kFeaturesPerThread consecutive features of the group (slot t % slots)
+      // of every rows_per_pass-th row: one row and gradient load serve several features, and
+      // two rows' loads are in flight before any atomic waits on them (the loop is bound by
+      // memory latency, not by the atomics).
+      const int slots = (group_features + kFeaturesPerThread - 1) / kFeaturesPerThread;
+      const int rows_per_pass = static_cast<int>(blockDim.x) / slots;
+      const int row_lane = static_cast<int>(threadIdx.x) / slots;
+      const int first_feature =
+          first + (static_cast<int>(threadIdx.x) % slots) * kFeaturesPerThread;
+      const int features_here =
+          last - first_feature < kFeaturesPerThread ? last - first_feature : kFeaturesPerThread;
       if (row_lane < rows_per_pass) {
-        const int cell_base = static_cast<int>(offsets[feature] - base);
-        // Four rows in flight per thread: the row, bin and gradient loads of all four are
-        // issued before any atomic waits on them (the loop is bound by memory latency).
-        int position = row_lane;
-        for (; position + 3 * rows_per_pass < static_cast<int>(rows);
-             position += 4 * rows_per_pass) {
-          std::int32_t row[4];
-          GradientPair pair[4];
-          int bin[4];
-          for (int k = 0; k < 4; ++k) row[k] = block_rows[position + k * rows_per_pass];
-          for (int k = 0; k < 4; ++k) {
-            pair[k] = context.pairs[row[k]];
-            bin[k] = BinOf(bins, stride, row[k], feature);
-          }
-          for (int k = 0; k < 4; ++k) {
-            std::uint32_t* at = words + 4 * (cell_base + bin[k]);
-            atomicAdd(at, static_cast<std::uint32_t>(pair[k].gradient));
+        int cell_base[kFeaturesPerThread];
+        for (int j = 0; j < kFeaturesPerThread; ++j) {
+          cell_base[j] =
+              j < features_here ? static_cast<int>(offsets[first_feature + j] - base) : 0;
+        }
+        auto add_row = [&](std::int32_t row, const GradientPair& pair, const int* row_bins) {
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            if (j >= features_here) break;
+            std::uint32_t* at = words + 4 * (cell_base[j] + row_bins[j]);
+            atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
             atomicAdd(at + 1, 1u);
-            atomicAdd(at + 2, pair[k].hessian & 0xffffu);
-            atomicAdd(at + 3, pair[k].hessian >> 16);
+            atomicAdd(at + 2, pair.hessian & 0xffffu);
+            atomicAdd(at + 3, pair.hessian >> 16);
           }
+        };
+        int position = row_lane;
+        for (; position + rows_per_pass < static_cast<int>(rows); position += 2 * rows_per_pass) {
+          const std::int32_t row0 = block_rows[position];
+          const std::int32_t row1 = block_rows[position + rows_per_pass];
+          const GradientPair pair0 = context.pairs[row0];
+          const GradientPair pair1 = context.pairs[row1];
+          int bins0[kFeaturesPerThread];
+          int bins1[kFeaturesPerThread];
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            const int feature = j < features_here ? first_feature + j : first_feature;
+            bins0[j] = BinOf(bins, stride, row0, feature);
+            bins1[j] = BinOf(bins, stride, row1, feature);
+          }
+          add_row(row0, pair0, bins0);
+          add_row(row1, pair1, bins1);
         }
         for (; position < static_cast<int>(rows); position += rows_per_pass) {
-          add(block_rows[position], feature, cell_base);
+          const std::int32_t row = block_rows[position];
+          const GradientPair pair = context.pairs[row];
+          int row_bins[kFeaturesPerThread];
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            const int feature = j < features_here ? first_feature + j : first_feature;
+            row_bins[j] = BinOf(bins, stride, row, feature);
+          }
+          add_row(row, pair, row_bins);
         }
       }
     } else {
@@ -383,8 +406,7 @@ __device__ inline double SplitGain(long long left_packed, long long left_hessian
     return -INFINITY;
   }
   return LeafGain(double(CellGradient(left_packed)) * args.gradient_scale, left_h, reg) +
-         LeafGain(double(CellGradient(right_packed)) * args.gradient_scale, right_h, reg) -
-         parent;
+         LeafGain(double(CellGradient(right_packed)) * args.gradient_scale, right_h, reg) - parent;
 }
 
 // Serial categorical scan (as TreeGrower::ScanCategorical), by one thread.
@@ -607,9 +629,8 @@ __device__ void ScanItem(const GrowContext& context, int at, int feature, int ch
                      (categorical ? chunk == 0 : chunk * kScanChunk <= bins - 2);
   if (tried && NodeTries(context, state.seed, leaf.node_key, feature)) {
     const ScanArgs args{params, context.scales->gradient_scale, context.scales->hessian_scale};
-    const long long* cells =
-        reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot)) +
-        2 * context.groups.offsets[feature];
+    const long long* cells = reinterpret_cast<const long long*>(HistogramOf(context, leaf.slot)) +
+                             2 * context.groups.offsets[feature];
     if (categorical) {
       if (lane == 0) ScanCategoricalDevice(cells, bins, total_packed, total_hessian, args, found);
     } else {
@@ -639,13 +660,12 @@ __device__ void ReduceLeaf(const GrowContext& context, int at, const FeatureSpli
     const int feature = __ldcg(&candidate->feature);
     if (feature < 0) continue;
     const double gain = __ldcg(&candidate->gain);
-    const int key = __ldcg(&candidate->categorical)
-                        ? 0
-                        : __ldcg(&candidate->default_left) * 65536 +
-                              __ldcg(&candidate->threshold_bin);
+    const int key = __ldcg(&candidate->categorical) ? 0
+                                                    : __ldcg(&candidate->default_left) * 65536 +
+                                                          __ldcg(&candidate->threshold_bin);
     if (best < 0 || gain > best_gain ||
-        (gain == best_gain && (feature < best_feature ||
-                               (feature == best_feature && key < best_key)))) {
+        (gain == best_gain &&
+         (feature < best_feature || (feature == best_feature && key < best_key)))) {
       best = index;
       best_gain = gain;
       best_feature = feature;
@@ -659,8 +679,8 @@ __device__ void ReduceLeaf(const GrowContext& context, int at, const FeatureSpli
     const int other_key = __shfl_down_sync(0xffffffffu, best_key, shift);
     if (other >= 0 &&
         (best < 0 || other_gain > best_gain ||
-         (other_gain == best_gain &&
-          (other_feature < best_feature || (other_feature == best_feature && other_key < best_key))))) {
+         (other_gain == best_gain && (other_feature < best_feature ||
+                                      (other_feature == best_feature && other_key < best_key))))) {
       best = other;
       best_gain = other_gain;
       best_feature = other_feature;
@@ -721,9 +741,9 @@ __device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSp
   std::int64_t rows = 0;
   SmallerChild(split, begin, rows);
   const std::int64_t spread = (rows + context.max_blocks - 1) / context.max_blocks;
-  const std::int64_t chunk_rows =
-      spread < kMinRowsPerBlock ? kMinRowsPerBlock
-                                : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
+  const std::int64_t chunk_rows = spread < kMinRowsPerBlock
+                                      ? kMinRowsPerBlock
+                                      : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
   context.histogram_rows[at] = chunk_rows;
   SplitItems items;
   items.partition =
@@ -924,14 +944,32 @@ __device__ void Select(const GrowContext& context) {
   for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
     context.tree_to_device[leaf] = views[leaf].id;
   }
+  using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
   if (chosen < 0) {
-    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+    // The tree leaves' ranges and a work list over their rows (chunks of kLeafChunk
+    // positions: leaf_prefix[l] is leaf l's first) for the leaf values and score updates.
+    unsigned long long leaf_chunks[kSplitsPerThread];
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      leaf_chunks[k] = 0;
+      if (leaf >= leaves) continue;
       const GrowLeaf* record = context.leaves + views[leaf].id;
-      context.tree_ranges[2 * leaf] = __ldcg(&record->begin);
-      context.tree_ranges[2 * leaf + 1] = __ldcg(&record->end);
+      const long long begin = __ldcg(&record->begin);
+      const long long end = __ldcg(&record->end);
+      context.tree_ranges[2 * leaf] = begin;
+      context.tree_ranges[2 * leaf + 1] = end;
+      context.leaf_sums[leaf] = 0;
+      leaf_chunks[k] = static_cast<unsigned long long>((end - begin + kLeafChunk - 1) / kLeafChunk);
     }
-    __syncthreads();
+    unsigned long long total_chunks = 0;
+    Scan(scan_storage).ExclusiveSum(leaf_chunks, leaf_chunks, total_chunks);
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      if (leaf < leaves) context.leaf_prefix[leaf] = static_cast<int>(leaf_chunks[k]);
+    }
     if (threadIdx.x == 0) {
+      context.leaf_prefix[leaves] = static_cast<int>(total_chunks);
       state.done = 1;
       state.batch_count = 0;
       state.scan_count = 0;
@@ -977,6 +1015,7 @@ __device__ void Select(const GrowContext& context) {
       state.device_leaves + 2 * count > context.leaf_capacity) {
     if (threadIdx.x == 0) {
       state.error = kGrowOutOfSlots;
+      context.leaf_prefix[leaves] = 0;  // no leaf work: the host reports the error
       state.done = 1;
       state.batch_count = 0;
       state.scan_count = 0;
@@ -1035,8 +1074,6 @@ __device__ void Select(const GrowContext& context) {
     const SplitItems items = SplitWork(context, split, at);
     packed_items[k] = PackItems(items);
   }
-  using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
   unsigned long long packed_total = 0;
   Scan(scan_storage).ExclusiveSum(packed_items, packed_items, packed_total);
   for (int k = 0; k < kSplitsPerThread; ++k) {
@@ -1065,8 +1102,8 @@ __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context
   const long long items = static_cast<long long>(state.scan_count) * per_leaf;
   const int lane = threadIdx.x % 32;
   const int warps = static_cast<int>(blockDim.x) / 32;
-  for (long long item = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32;
-       item < items; item += static_cast<long long>(gridDim.x) * warps) {
+  for (long long item = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32; item < items;
+       item += static_cast<long long>(gridDim.x) * warps) {
     const int at = static_cast<int>(item / per_leaf);
     const int rest = static_cast<int>(item - static_cast<long long>(at) * per_leaf);
     const int feature = rest / context.scan_chunks;
@@ -1097,27 +1134,46 @@ __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context
   Select(context);
 }
 
-// Tree leaf blockIdx.x's value from its rows' exact gradients, summed in fixed point at the
-// scale the CPU grower uses.
-__global__ void LeafValueKernel(GrowContext context, const float* gradients, double* values) {
+// The tree leaves' sums of their rows' exact gradients in fixed point at the CPU grower's
+// scale: work items are chunks of kLeafChunk positions of one leaf (leaf_prefix), each adding
+// its integer sum to the leaf's.
+__global__ void LeafSumKernel(GrowContext context, const float* gradients) {
   const GrowState& state = *context.state;
-  const int leaf = blockIdx.x;
-  if (leaf >= state.tree_leaves) return;
+  const int leaves = state.tree_leaves;
+  const int chunks = context.leaf_prefix[leaves];
   const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
-  const std::int64_t begin = context.tree_ranges[2 * leaf];
-  const std::int64_t end = context.tree_ranges[2 * leaf + 1];
-  long long sum = 0;
-  for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
-    sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
-  }
   using Reduce = cub::BlockReduce<long long, kThreads>;
   __shared__ typename Reduce::TempStorage storage;
-  const long long total = Reduce(storage).Sum(sum);
-  if (threadIdx.x == 0) {
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int leaf = SplitOfItem(context.leaf_prefix, leaves, item);
+    const std::int64_t begin =
+        context.tree_ranges[2 * leaf] + std::int64_t(item - context.leaf_prefix[leaf]) * kLeafChunk;
+    const std::int64_t end = begin + kLeafChunk < context.tree_ranges[2 * leaf + 1]
+                                 ? begin + kLeafChunk
+                                 : context.tree_ranges[2 * leaf + 1];
+    long long sum = 0;
+    for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+      sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
+    }
+    const long long total = Reduce(storage).Sum(sum);
+    if (threadIdx.x == 0) {
+      atomicAdd(reinterpret_cast<unsigned long long*>(&context.leaf_sums[leaf]),
+                static_cast<unsigned long long>(total));
+    }
+    __syncthreads();  // the reduction's storage is reused by the next item
+  }
+}
+
+// values[l] = tree leaf l's value from its sums.
+__global__ void LeafValueKernel(GrowContext context, double* values) {
+  const GrowState& state = *context.state;
+  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
+  for (int leaf = blockIdx.x * blockDim.x + threadIdx.x; leaf < state.tree_leaves;
+       leaf += gridDim.x * blockDim.x) {
     const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
-    values[leaf] = LeafValue(double(total) / fixed,
-                             double(record.total_hessian) * context.scales->hessian_scale,
-                             context.scan.reg);
+    values[leaf] =
+        LeafValue(double(context.leaf_sums[leaf]) / fixed,
+                  double(record.total_hessian) * context.scales->hessian_scale, context.scan.reg);
   }
 }
 
@@ -1197,8 +1253,11 @@ void EnqueueBatch(const GrowContext& context, Stream stream) {
 
 void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
                        Stream stream) {
-  LeafValueKernel<<<static_cast<unsigned>(context.num_leaves), kThreads, 0, stream>>>(
-      context, exact_gradients, values);
+  LeafSumKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(
+      context, exact_gradients);
+  CheckLaunch("LeafSumKernel");
+  LeafValueKernel<<<static_cast<unsigned>((context.num_leaves + kThreads - 1) / kThreads), kThreads,
+                    0, stream>>>(context, values);
   CheckLaunch("LeafValueKernel");
 }
 

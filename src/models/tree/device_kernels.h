@@ -30,7 +30,7 @@ inline constexpr int kMaxLeaves = 1024;
 inline constexpr int kSharedCells = 48 * 1024 / 16;
 
 // Why a device growth stopped early (GrowState::error).
-inline constexpr int kGrowOutOfSlots = 1;   // more splits made ahead than histograms held
+inline constexpr int kGrowOutOfSlots = 1;    // more splits made ahead than histograms held
 inline constexpr int kGrowBadPartition = 2;  // a partition's sides disagree with its sums
 
 // The split parameters the scan reads (GrowerParams' scalars).
@@ -69,8 +69,8 @@ struct GrowLeaf {
   long long left_packed;
   long long left_hessian;
   int depth;
-  int slot;   // its histogram
-  int left;   // device leaves of its split, once made; -1 before
+  int slot;  // its histogram
+  int left;  // device leaves of its split, once made; -1 before
   int right;
   int feature;
   int categorical;
@@ -103,6 +103,9 @@ struct HostStatus {
   int done;
   int completed;  // selections run since the tree started
 };
+
+// Positions of one work item over a finished tree's leaves (leaf sums, score updates).
+inline constexpr int kLeafChunk = 2048;
 
 // Thresholds of one feature one scan work item takes.
 inline constexpr int kScanChunk = 64;
@@ -181,22 +184,24 @@ struct GrowContext {
   HostStatus* host = nullptr;  // device address of the mapped status
   GrowLeaf* leaves = nullptr;
   int leaf_capacity = 0;
-  int* tree_to_device = nullptr;      // num_leaves
-  long long* tree_ranges = nullptr;   // 2 * num_leaves: tree leaves' ranges once done
-  BatchSplit* batch = nullptr;        // num_leaves
-  int* scan_ids = nullptr;            // 2 * num_leaves
-  int* partition_prefix = nullptr;    // num_leaves + 1
-  int* histogram_prefix = nullptr;    // num_leaves + 1
+  int* tree_to_device = nullptr;        // num_leaves
+  long long* tree_ranges = nullptr;     // 2 * num_leaves: tree leaves' ranges once done
+  int* leaf_prefix = nullptr;           // num_leaves + 1: first kLeafChunk item of each tree leaf
+  long long* leaf_sums = nullptr;       // num_leaves: fixed-point gradient sums of tree leaves
+  BatchSplit* batch = nullptr;          // num_leaves
+  int* scan_ids = nullptr;              // 2 * num_leaves
+  int* partition_prefix = nullptr;      // num_leaves + 1
+  int* histogram_prefix = nullptr;      // num_leaves + 1
   long long* histogram_rows = nullptr;  // num_leaves: rows per histogram chunk
-  int* wide_prefix = nullptr;         // num_leaves + 1
+  int* wide_prefix = nullptr;           // num_leaves + 1
   std::int32_t* order = nullptr;
   std::int32_t* spare = nullptr;
   unsigned long long* cursors = nullptr;  // 2 * num_leaves
   Word* histograms = nullptr;
   int slots = 0;
-  int max_blocks = 1;   // blocks of the row-parallel kernels
-  int scan_blocks = 1;  // blocks of the scan and selection
-  int scan_chunks = 1;  // work items per feature: the most thresholds / kScanChunk
+  int max_blocks = 1;                   // blocks of the row-parallel kernels
+  int scan_blocks = 1;                  // blocks of the scan and selection
+  int scan_chunks = 1;                  // work items per feature: the most thresholds / kScanChunk
   ScanCandidate* candidates = nullptr;  // 2 * num_leaves * num_features * scan_chunks
   unsigned int* leaf_scans = nullptr;   // 2 * num_leaves: items done per leaf (zero between)
 };
@@ -204,8 +209,7 @@ struct GrowContext {
 // Queues the root: its histogram, sums and best split, and the first batch. `count` rows are
 // order[0, count) (set by the caller); every histogram slot is zero (set by the caller: each
 // slot is used once per tree, so nothing zeroes them between batches).
-void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed,
-                 Stream stream);
+void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed, Stream stream);
 
 // Queues one batch: the splits the last selection chose, their children's histograms and best
 // splits, and the next selection. A batch queued after the tree is complete does nothing.
