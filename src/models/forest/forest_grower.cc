@@ -183,6 +183,25 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     }
     left[0] = left_weight;
     left[1] = left_value;
+  } else if (missing_rows == 0 && width == 2) {
+    // Two classes, branch-free: the weights are whole bootstrap counts, so these sums are exact
+    // in any order and class 0's is the total less class 1's.
+    double left_weight = 0, left_ones = 0;
+    for (std::int64_t index = 0; index < count; ++index) {
+      const bool goes_left = bin_at(index) <= threshold;
+      const double weight = goes_left ? node_weight_[index] : 0.0;
+      left_rows += goes_left;
+      left_weight += weight;
+      left_ones += node_class_[index] != 0 ? weight : 0.0;
+    }
+    left[0] = left_weight - left_ones;
+    left[1] = left_ones;
+  } else if (missing_rows == 0) {
+    for (std::int64_t index = 0; index < count; ++index) {
+      const bool goes_left = bin_at(index) <= threshold;
+      left_rows += goes_left;
+      left[node_class_[index]] += goes_left ? node_weight_[index] : 0.0;
+    }
   } else {
     for (std::int64_t index = 0; index < count; ++index) {
       const int bin = bin_at(index);
@@ -509,17 +528,24 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     std::int64_t left_write = begin;
     std::int64_t right_write = 0;
     const BinColumn column(*data_.bins, split.feature);
-    for (std::int64_t at = begin; at < end; ++at) {
-      const std::int32_t row = order_[at];
-      const int bin = column(row);
-      const bool left = split.categorical    ? TestBit(split.left_bins, bin)
-                        : bin == missing_bin ? split.default_left
-                                             : bin <= split.threshold_bin;
-      if (left) {
-        order_[left_write++] = row;
-      } else {
-        spare_[right_write++] = row;
+    // Branch-free: each row is written to both sides' next slots and only its side's count
+    // advances (left writes never pass the read position).
+    auto partition = [&](auto goes_left) {
+      for (std::int64_t at = begin; at < end; ++at) {
+        const std::int32_t row = order_[at];
+        const bool left = goes_left(column(row));
+        order_[left_write] = row;
+        spare_[right_write] = row;
+        left_write += left;
+        right_write += !left;
       }
+    };
+    if (split.categorical) {
+      partition([&](int bin) { return TestBit(split.left_bins, bin); });
+    } else {
+      const int threshold = split.threshold_bin;
+      const bool default_left = split.default_left;
+      partition([&](int bin) { return bin == missing_bin ? default_left : bin <= threshold; });
     }
     std::copy(spare_.begin(), spare_.begin() + right_write, order_.begin() + left_write);
     TFG_CHECK(left_write - begin == leaves[chosen].candidate.left_rows,
