@@ -103,6 +103,8 @@ struct DeviceTreeGrower::State {
   std::int64_t batches_run = 0;
 
   ~State() {
+    // Batches a failed Grow left queued may still write the mapped status and the arrays.
+    cudaStreamSynchronize(nullptr);
     if (batch_graph != nullptr) cudaGraphExecDestroy(batch_graph);
   }
 
@@ -350,6 +352,8 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
                             const std::vector<std::uint8_t>& active, std::uint64_t seed) {
   State& s = *state_;
   kernels::GrowContext& c = s.context;
+  // Nothing of an earlier tree may still run (a Grow that threw can leave batches queued).
+  TFG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   const std::int64_t count = device_rows != nullptr ? num_rows : s.rows;
   if (device_rows != nullptr) {
     TFG_CUDA_CHECK(cudaMemcpyAsync(s.order.data(), device_rows, sizeof(std::int32_t) * count,
@@ -389,6 +393,9 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
     if (idle != cudaSuccess && idle != cudaErrorNotReady) {
       device::ThrowCudaError(idle, "cudaStreamQuery (growing a tree)", __FILE__, __LINE__);
     }
+    // Every queued batch has run: each posted its selection, or the tree is complete.
+    TFG_CHECK(idle != cudaSuccess || done.load() != 0 || completed.load() == queued,
+              "the device ran {} batches of a tree but reported {}", queued, completed.load());
     std::this_thread::yield();
   }
   kernels::EnqueueLeafValues(c, gradients.exact_gradients, s.values.data(), nullptr);

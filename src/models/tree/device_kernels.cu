@@ -16,8 +16,9 @@ namespace tabforge::tree::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-// Rows one shared-memory histogram block sums: its 32-bit cells hold |gradient| <= 32767 times
-// this, and 16-bit hessian halves times this, exactly.
+// Rows one shared-memory histogram chunk sums. Its 32-bit cells stay exact: a row's quantized
+// gradient is at most MaxGradientLevel(rows) = (2^31 - 1) / rows in magnitude, and 16-bit
+// hessian halves times this fit 32 bits.
 constexpr std::int64_t kRowsPerBlock = 32768;
 // Fewest rows a shared-memory histogram chunk takes (below it, zeroing and flushing dominate).
 constexpr std::int64_t kMinRowsPerBlock = 2048;
@@ -93,6 +94,7 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
   extern __shared__ std::uint32_t words[];
   const GrowState& state = *context.state;
   const int count = state.batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = state.histogram_chunks;
   const int stride = context.bins.stride;
   const std::int64_t* offsets = context.groups.offsets;
@@ -207,6 +209,7 @@ template <typename Bin>
 __global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
   const GrowState& state = *context.state;
   const int count = state.batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = state.wide_chunks;
   const int stride = context.bins.stride;
   const std::int64_t* offsets = context.groups.offsets;
@@ -257,6 +260,7 @@ __device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& ru
 template <typename Bin>
 __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
   const int count = context.state->batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = context.state->partition_chunks;
   constexpr int kWarps = kThreads / 32;
   __shared__ unsigned warp_lefts[kWarps];
@@ -330,6 +334,7 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
 // each split's parent histogram becomes its larger child's (larger -= smaller).
 __global__ void FinishKernel(GrowContext context) {
   const int count = context.state->batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = context.state->partition_chunks;
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
     const int s = SplitOfItem(context.partition_prefix, count, item);
@@ -727,7 +732,6 @@ __device__ inline void OpenLeaf(GrowLeaf& leaf, long long begin, long long end, 
   for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = 0;
 }
 
-// Work items of a split (the selection's prefix arrays before their scan).
 // Work items of a split for the batch kernels.
 struct SplitItems {
   int partition;
@@ -780,11 +784,12 @@ __device__ inline void SetWorkTotals(const GrowContext& context, int count,
   state.wide_chunks = total.wide;
 }
 
-// Tells the host one more selection ran (and whether the tree is complete): both words in one
-// 64-bit store, so the host never sees one without the other.
-__device__ inline void PostStatus(const GrowContext& context) {
+// Tells the host whether the tree is complete and how many selections have run (`counted`: this
+// one ran a real batch's selection; those queued after the tree is complete do not count): both
+// words in one 64-bit store, so the host never sees one without the other.
+__device__ inline void PostStatus(const GrowContext& context, bool counted = true) {
   GrowState& state = *context.state;
-  state.selections += 1;
+  if (counted) state.selections += 1;
   const unsigned long long word =
       static_cast<unsigned int>(state.done) |
       (static_cast<unsigned long long>(static_cast<unsigned int>(state.selections)) << 32);
@@ -836,6 +841,11 @@ struct TreeLeafView {
   int right;
 };
 
+// The selection's shared memory (the views, the batch's parents, a block scan's storage and a few
+// words) fits the 48 KB every GPU gives a block without opting in.
+static_assert(sizeof(TreeLeafView) * kMaxLeaves + sizeof(int) * kMaxLeaves + 2048 <= 48 * 1024,
+              "the selection's shared memory");
+
 // Reads of leaf records in the selection go through L2 (__ldcg): the scans of other blocks of
 // the same launch wrote them.
 __device__ inline double SplitGainOf(const GrowLeaf* leaf) {
@@ -866,7 +876,7 @@ __device__ void Select(const GrowContext& context) {
   GrowState& state = *context.state;
   const int lane = threadIdx.x % 32;
   if (state.done) {
-    if (threadIdx.x == 0) PostStatus(context);
+    if (threadIdx.x == 0) PostStatus(context, false);
     return;
   }
   if (threadIdx.x == 0) bad_partition = 0;
@@ -1019,6 +1029,7 @@ __device__ void Select(const GrowContext& context) {
       state.done = 1;
       state.batch_count = 0;
       state.scan_count = 0;
+      SetWorkTotals(context, 0, SplitItems{0, 0, 0});
       PostStatus(context);
     }
     return;
@@ -1118,6 +1129,7 @@ __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context
     last_item = __shfl_sync(0xffffffffu, last_item, 0);
     if (last_item) {
       __threadfence();
+      __syncwarp();  // the whole warp reads the candidates after lane 0 saw the count
       ReduceLeaf(context, at, leaf_candidates, per_leaf);
       if (lane == 0) context.leaf_scans[at] = 0;
     }
