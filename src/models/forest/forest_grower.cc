@@ -130,12 +130,31 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
 bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
                                             const double* parent, double parent_score,
                                             std::uint64_t node_key, Candidate& best) {
+  const tree::BinMatrix& matrix = *data_.bins;
+  // The passes read the node's bins through local pointers, one instantiation per cell width.
+  return matrix.wide() ? TryExtraTreesNumericOf(matrix.bins16.data() + feature, feature, begin,
+                                                end, parent, parent_score, node_key, best)
+                       : TryExtraTreesNumericOf(matrix.bins8.data() + feature, feature, begin,
+                                                end, parent, parent_score, node_key, best);
+}
+
+template <typename Bin>
+bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int feature,
+                                              std::int64_t begin, std::int64_t end,
+                                              const double* parent, double parent_score,
+                                              std::uint64_t node_key, Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
-  const BinColumn column(*data_.bins, feature);
+  const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
+  const std::int32_t* rows = order_.data() + begin;
+  const double* weights = node_weight_.data();
+  const double* values = node_value_.data();
+  const std::int32_t* classes = node_class_.data();
   const std::int64_t count = end - begin;
-  auto bin_at = [&](std::int64_t index) { return column(order_[begin + index]); };
+  auto bin_at = [&](std::int64_t index) -> int {
+    return column_bins[static_cast<std::size_t>(rows[index]) * stride];
+  };
   // The node's smallest and largest value bins: no histogram is needed, only one threshold.
   const int missing_bin = feature_bins.missing_bin();
   int low_bin = missing_bin, high_bin = -1;
@@ -159,10 +178,18 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     const double high = feature_bins.upper_bounds[high_bin - 1];
     const double drawn =
         low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
-    threshold =
-        static_cast<int>(std::lower_bound(feature_bins.upper_bounds.begin() + low_bin,
-                                          feature_bins.upper_bounds.begin() + high_bin - 1, drawn) -
-                         feature_bins.upper_bounds.begin());
+    // std::lower_bound over bounds [low_bin, high_bin - 1), with conditional moves instead of
+    // branches (the drawn value makes every comparison a coin toss).
+    const double* bounds = feature_bins.upper_bounds.data();
+    std::int64_t first = low_bin;
+    std::int64_t length = high_bin - 1 - low_bin;
+    while (length > 0) {
+      const std::int64_t half = length / 2;
+      const bool above = bounds[first + half] < drawn;
+      first = above ? first + half + 1 : first;
+      length = above ? length - half - 1 : half;
+    }
+    threshold = static_cast<int>(first);
   }
   double* left = left_.data();
   double* missing = parent_missing_.data();
@@ -171,15 +198,16 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
   std::int64_t left_rows = 0;
   if (missing_rows == 0 && regression) {
     // Without branches on the drawn threshold (they would be mispredicted about half the
-    // time): each row adds its weight times 0 or 1, which leaves the sums' bits as if the
-    // right rows were skipped.
+    // time): each row adds its weight times 0 or 1 (a multiplication, so no compiler turns it
+    // back into a branch), which leaves the sums' bits as if the right rows were skipped.
     double left_weight = 0, left_value = 0;
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
-      const double weight = node_weight_[index];
+      const double take = static_cast<double>(goes_left);
+      const double weight = weights[index];
       left_rows += goes_left;
-      left_weight += goes_left ? weight : 0.0;
-      left_value += goes_left ? weight * node_value_[index] : 0.0;
+      left_weight += weight * take;
+      left_value += weight * values[index] * take;
     }
     left[0] = left_weight;
     left[1] = left_value;
@@ -189,10 +217,10 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     double left_weight = 0, left_ones = 0;
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
-      const double weight = goes_left ? node_weight_[index] : 0.0;
+      const double weight = weights[index] * static_cast<double>(goes_left);
       left_rows += goes_left;
       left_weight += weight;
-      left_ones += node_class_[index] != 0 ? weight : 0.0;
+      left_ones += weight * static_cast<double>(classes[index] != 0);
     }
     left[0] = left_weight - left_ones;
     left[1] = left_ones;
@@ -200,7 +228,7 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
       left_rows += goes_left;
-      left[node_class_[index]] += goes_left ? node_weight_[index] : 0.0;
+      left[classes[index]] += weights[index] * static_cast<double>(goes_left);
     }
   } else {
     for (std::int64_t index = 0; index < count; ++index) {
@@ -208,12 +236,12 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
       double* into = bin == missing_bin ? missing : bin <= threshold ? left : nullptr;
       if (into == nullptr) continue;
       left_rows += bin <= threshold;
-      const double weight = node_weight_[index];
+      const double weight = weights[index];
       if (regression) {
         into[0] += weight;
-        into[1] += weight * node_value_[index];
+        into[1] += weight * values[index];
       } else {
-        into[node_class_[index]] += weight;
+        into[classes[index]] += weight;
       }
     }
   }
@@ -493,17 +521,18 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   // Depth-first without a leaf limit (a stack); best-first with one (largest improvement,
   // ties to the lower leaf).
   const bool best_first = spec_.max_leaf_nodes > 0;
-  auto before = [&](int a, int b) {
-    const double gain_a = leaves[a].candidate.improvement;
-    const double gain_b = leaves[b].candidate.improvement;
-    return gain_a < gain_b || (gain_a == gain_b && a > b);
+  // The queue holds (improvement, leaf): a leaf's improvement is fixed while it waits, and the
+  // heap compares without reaching into the leaves.
+  using Pending = std::pair<double, int>;
+  auto before = [](const Pending& a, const Pending& b) {
+    return a.first < b.first || (a.first == b.first && a.second > b.second);
   };
-  std::priority_queue<int, std::vector<int>, decltype(before)> queue(before);
+  std::priority_queue<Pending, std::vector<Pending>, decltype(before)> queue(before);
   std::vector<int> stack;
   auto push = [&](int leaf) {
     if (!leaves[leaf].candidate.split.valid()) return;
     if (best_first) {
-      queue.push(leaf);
+      queue.push({leaves[leaf].candidate.improvement, leaf});
     } else {
       stack.push_back(leaf);
     }
@@ -513,7 +542,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     if (best_first && tree.num_leaves() >= spec_.max_leaf_nodes) break;
     int chosen;
     if (best_first) {
-      chosen = queue.top();
+      chosen = queue.top().second;
       queue.pop();
     } else {
       chosen = stack.back();
