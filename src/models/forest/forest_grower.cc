@@ -178,16 +178,23 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
     const double high = feature_bins.upper_bounds[high_bin - 1];
     const double drawn =
         low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
-    // std::lower_bound over bounds [low_bin, high_bin - 1), with conditional moves instead of
-    // branches (the drawn value makes every comparison a coin toss).
+    // std::lower_bound over bounds [low_bin, high_bin - 1), without branches (the drawn value
+    // makes every comparison a coin toss).
     const double* bounds = feature_bins.upper_bounds.data();
     std::int64_t first = low_bin;
     std::int64_t length = high_bin - 1 - low_bin;
-    while (length > 0) {
-      const std::int64_t half = length / 2;
-      const bool above = bounds[first + half] < drawn;
-      first = above ? first + half + 1 : first;
-      length = above ? length - half - 1 : half;
+    if (length <= 16) {
+      // Deep nodes span few bins: the bounds below the drawn value, counted.
+      std::int64_t below = 0;
+      for (std::int64_t at = 0; at < length; ++at) below += bounds[first + at] < drawn;
+      first += below;
+    } else {
+      while (length > 0) {
+        const std::int64_t half = length / 2;
+        const std::int64_t above = bounds[first + half] < drawn;  // 0 or 1, used arithmetically
+        first += above * (half + 1);
+        length = half + above * (length - 2 * half - 1);
+      }
     }
     threshold = static_cast<int>(first);
   }
@@ -424,16 +431,21 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   node_weight_.resize(static_cast<std::size_t>(count));
   if (data_.targets != nullptr) {
     node_value_.resize(static_cast<std::size_t>(count));
+    // The sums in locals: kept in memory they would wait on each other's stores (the compiler
+    // cannot tell the node arrays from them).
+    double total_weight = 0, total_value = 0;
     for (std::int64_t index = 0; index < count; ++index) {
       const std::int32_t row = order_[begin + index];
       const double weight = weights_[row];
       const double target = data_.targets[row];
       node_weight_[index] = weight;
       node_value_[index] = target;
-      parent[0] += weight;
-      parent[1] += weight * target;
+      total_weight += weight;
+      total_value += weight * target;
       squares += weight * target * target;
     }
+    parent[0] = total_weight;
+    parent[1] = total_value;
     const double spread = squares - parent[1] * parent[1] / parent[0];
     if (spread <= kPureEpsilon * (squares + 1e-300)) return best;
   } else {
