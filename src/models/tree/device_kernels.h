@@ -1,4 +1,5 @@
-// The CUDA grower's kernels (device_kernels.cu), called by its host side (device_grower.cc).
+// The CUDA grower's kernels (device_rows.cu, device_select.cu, device_scan.cuh), called by its host
+// side (device_grower.cc).
 // Plain C++17 (the kernels' dialect): device pointers, sizes and POD parameter blocks only.
 //
 // A tree grows on the device without the host: each batch of leaf splits (partitions,

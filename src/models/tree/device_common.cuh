@@ -1,0 +1,91 @@
+// Pieces the CUDA grower's kernel files share (device_rows.cu, device_select.cu): launch
+// shapes, cell accessors, the lookups of a batch's work items, and the launchers of
+// device_rows.cu that the entry points of device_select.cu call. CUDA-only (.cu files).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "models/tree/device_kernels.h"
+
+namespace tabforge::tree::kernels {
+
+inline constexpr int kThreads = 256;
+// Rows one shared-memory histogram chunk sums. Its 32-bit cells stay exact: a row's quantized
+// gradient is at most MaxGradientLevel(rows) = (2^31 - 1) / rows in magnitude, and 16-bit
+// hessian halves times this fit 32 bits.
+inline constexpr std::int64_t kRowsPerBlock = 32768;
+// Fewest rows a shared-memory histogram chunk takes (below it, zeroing and flushing dominate).
+inline constexpr std::int64_t kMinRowsPerBlock = 2048;
+// Rows of one chunk of the global-memory histogram.
+inline constexpr std::int64_t kWideRows = 2048;
+// Thresholds one scan work item (a warp) takes, as tiles of 32 loaded at once.
+inline constexpr int kScanTiles = kScanChunk / 32;
+inline constexpr int kSelectThreads = kThreads;  // the scan's blocks select too
+inline constexpr int kSplitsPerThread = (kMaxLeaves + kSelectThreads - 1) / kSelectThreads;
+// Features one histogram thread takes of each row it reads.
+inline constexpr int kFeaturesPerThread = 4;
+// Positions of one partition work item: kRowsPerThread per thread.
+inline constexpr int kRowsPerThread = 4;
+inline constexpr std::int64_t kPartitionRows = kRowsPerThread * kThreads;
+
+static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words");
+static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
+
+inline int GridFor(std::int64_t items, int per_thread = 1) {
+  const std::int64_t blocks =
+      (items + std::int64_t(kThreads) * per_thread - 1) / (std::int64_t(kThreads) * per_thread);
+  return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, 65535));
+}
+
+__device__ inline long long CellCount(long long packed) {
+  return static_cast<long long>(static_cast<unsigned long long>(packed) & 0xffffffffull);
+}
+__device__ inline long long CellGradient(long long packed) {
+  return (packed - CellCount(packed)) / (1ll << 32);
+}
+
+// Row r's bin of feature f, 8- or 16-bit cells.
+template <typename Bin>
+__device__ inline int BinOf(const Bin* bins, int stride, std::int64_t row, int feature) {
+  return bins[static_cast<std::size_t>(row) * stride + feature];
+}
+
+// The smaller child of a batch split: positions [begin, begin + count) of the row order.
+__device__ inline void SmallerChild(const BatchSplit& split, std::int64_t& begin,
+                                    std::int64_t& count) {
+  begin = split.smaller_is_left ? split.begin : split.begin + split.lefts;
+  count = split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
+}
+
+// The split of the batch whose work items include `item`: the last s < count with
+// prefix[s] <= item (prefix: each split's first item).
+__device__ inline int SplitOfItem(const int* prefix, int count, int item) {
+  int low = 0;
+  int high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (prefix[middle] <= item) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
+
+__device__ inline Word* HistogramOf(const GrowContext& context, int slot) {
+  return context.histograms + 2 * std::size_t(slot) * context.groups.total_bins;
+}
+
+// device_rows.cu's launchers (each checks its launch).
+// The batch's partitions (rows to the spare buffer).
+void LaunchPartition(const GrowContext& context, cudaStream_t stream);
+// The batch's smaller children's histograms (shared-memory and wide groups).
+void LaunchHistograms(const GrowContext& context, cudaStream_t stream);
+// The copy back of partitioned rows and the parent-minus-child subtractions.
+void LaunchFinish(const GrowContext& context, cudaStream_t stream);
+// The root's sums from its histogram.
+void LaunchRootTotal(const GrowContext& context, cudaStream_t stream);
+
+}  // namespace tabforge::tree::kernels

@@ -1,0 +1,368 @@
+// The CUDA grower's row kernels: a batch's partitions, its smaller children's histograms as
+// integer sums with shared-memory atomics (so the order of addition cannot matter), the copy
+// back and parent-minus-child subtractions, and the root's sums. Each reads its work items from
+// the growth state the previous selection wrote (device_select.cu), so its launch shape is fixed.
+#include <type_traits>
+
+#include "device/cuda_check.h"
+#include "models/tree/device_common.cuh"
+
+namespace tabforge::tree::kernels {
+namespace {
+
+// A histogram block's pending splits and its feature group [first, last) (blockIdx.y of the
+// launch's groups).
+struct BlockGroup {
+  int count;
+  int first;
+  int last;
+};
+
+__device__ inline BlockGroup GroupOfBlock(const GrowContext& context, const int* groups) {
+  return {context.state->batch_count, groups[2 * blockIdx.y], groups[2 * blockIdx.y + 1]};
+}
+
+// Histograms of the batch's smaller children for the features of group g = blockIdx.y:
+// [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
+// most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
+// gradient sum, the count, and the fixed-point hessian as two 16-bit halves (32-bit shared
+// atomics are native; 64-bit ones are compare-and-swap loops). The nonzero cells are then
+// added, in 64 bits, to the histogram: integer sums, so the order of addition cannot matter.
+template <typename Bin>
+__global__ void HistogramKernel(GrowContext context, const Bin* bins) {
+  extern __shared__ std::uint32_t words[];
+  const BlockGroup group = GroupOfBlock(context, context.groups.shared);
+  if (group.count == 0) return;  // a batch queued after the tree is complete
+  const int count = group.count;
+  const int chunks = context.state->histogram_chunks;
+  const int stride = context.bins.stride;
+  const std::int64_t* offsets = context.groups.offsets;
+  const int first = group.first;
+  const int last = group.last;
+  const int group_features = last - first;
+  const std::int64_t base = offsets[first];
+  const int cells = static_cast<int>(offsets[last] - base);
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.histogram_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    std::int64_t begin = 0;
+    std::int64_t child_rows = 0;
+    SmallerChild(split, begin, child_rows);
+    const std::int64_t chunk_rows = context.histogram_rows[s];
+    const std::int64_t first_row = std::int64_t(item - context.histogram_prefix[s]) * chunk_rows;
+    const std::int64_t rows =
+        chunk_rows < child_rows - first_row ? chunk_rows : child_rows - first_row;
+    for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
+    __syncthreads();
+    // A partitioned split's rows are still in spare (copied back after the histograms).
+    const std::int32_t* block_rows =
+        (split.partition ? context.spare : context.order) + begin + first_row;
+    auto add = [&](std::int32_t row, int feature, int cell_base) {
+      const GradientPair pair = context.pairs[row];
+      std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
+      atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+      atomicAdd(at + 1, 1u);
+      atomicAdd(at + 2, pair.hessian & 0xffffu);
+      atomicAdd(at + 3, pair.hessian >> 16);
+    };
+    if (group_features <= static_cast<int>(blockDim.x)) {
+      // Thread t takes kFeaturesPerThread consecutive features of the group (slot t % slots)
+      // of every rows_per_pass-th row: one row and gradient load serve several features, and
+      // two rows' loads are in flight before any atomic waits on them (the loop is bound by
+      // memory latency, not by the atomics).
+      const int slots = (group_features + kFeaturesPerThread - 1) / kFeaturesPerThread;
+      const int rows_per_pass = static_cast<int>(blockDim.x) / slots;
+      const int row_lane = static_cast<int>(threadIdx.x) / slots;
+      const int first_feature =
+          first + (static_cast<int>(threadIdx.x) % slots) * kFeaturesPerThread;
+      const int features_here =
+          last - first_feature < kFeaturesPerThread ? last - first_feature : kFeaturesPerThread;
+      if (row_lane < rows_per_pass) {
+        int cell_base[kFeaturesPerThread];
+        for (int j = 0; j < kFeaturesPerThread; ++j) {
+          cell_base[j] =
+              j < features_here ? static_cast<int>(offsets[first_feature + j] - base) : 0;
+        }
+        auto add_row = [&](std::int32_t row, const GradientPair& pair, const int* row_bins) {
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            if (j >= features_here) break;
+            std::uint32_t* at = words + 4 * (cell_base[j] + row_bins[j]);
+            atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+            atomicAdd(at + 1, 1u);
+            atomicAdd(at + 2, pair.hessian & 0xffffu);
+            atomicAdd(at + 3, pair.hessian >> 16);
+          }
+        };
+        int position = row_lane;
+        for (; position + rows_per_pass < static_cast<int>(rows); position += 2 * rows_per_pass) {
+          const std::int32_t row0 = block_rows[position];
+          const std::int32_t row1 = block_rows[position + rows_per_pass];
+          const GradientPair pair0 = context.pairs[row0];
+          const GradientPair pair1 = context.pairs[row1];
+          int bins0[kFeaturesPerThread];
+          int bins1[kFeaturesPerThread];
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            const int feature = j < features_here ? first_feature + j : first_feature;
+            bins0[j] = BinOf(bins, stride, row0, feature);
+            bins1[j] = BinOf(bins, stride, row1, feature);
+          }
+          add_row(row0, pair0, bins0);
+          add_row(row1, pair1, bins1);
+        }
+        for (; position < static_cast<int>(rows); position += rows_per_pass) {
+          const std::int32_t row = block_rows[position];
+          const GradientPair pair = context.pairs[row];
+          int row_bins[kFeaturesPerThread];
+          for (int j = 0; j < kFeaturesPerThread; ++j) {
+            const int feature = j < features_here ? first_feature + j : first_feature;
+            row_bins[j] = BinOf(bins, stride, row, feature);
+          }
+          add_row(row, pair, row_bins);
+        }
+      }
+    } else {
+      // More features than threads (narrow ones): items (row, feature) in turn.
+      const int items = static_cast<int>(rows) * group_features;
+      for (int at = static_cast<int>(threadIdx.x); at < items; at += blockDim.x) {
+        const int position = at / group_features;
+        const int feature = first + (at - position * group_features);
+        add(block_rows[position], feature, static_cast<int>(offsets[feature] - base));
+      }
+    }
+    __syncthreads();
+    Word* out = split.smaller + 2 * base;
+    for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
+      const std::uint32_t* at = words + 4 * cell;
+      if (at[1] == 0) continue;
+      const long long gradient = static_cast<std::int32_t>(at[0]);
+      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
+      atomicAdd(&out[2 * cell + 1], static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
+    }
+    __syncthreads();  // the shared cells are zeroed for the next item
+  }
+}
+
+// The same for features too wide for shared memory (16-bit bins): straight into the histogram
+// with 64-bit global atomics, in chunks of kWideRows rows.
+template <typename Bin>
+__global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
+  const BlockGroup group = GroupOfBlock(context, context.groups.global);
+  if (group.count == 0) return;  // a batch queued after the tree is complete
+  const int group_features = group.last - group.first;
+  for (int item = blockIdx.x; item < context.state->wide_chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.wide_prefix, group.count, item);
+    const BatchSplit& split = context.batch[s];
+    std::int64_t begin = 0;
+    std::int64_t child_rows = 0;
+    SmallerChild(split, begin, child_rows);
+    const std::int64_t first_row = std::int64_t(item - context.wide_prefix[s]) * kWideRows;
+    const std::int64_t rows =
+        kWideRows < child_rows - first_row ? kWideRows : child_rows - first_row;
+    const std::int64_t items = rows * group_features;
+    for (std::int64_t at = threadIdx.x; at < items; at += blockDim.x) {
+      const std::int64_t position = at / group_features;
+      const int feature = group.first + static_cast<int>(at - position * group_features);
+      const std::int32_t row =
+          (split.partition ? context.spare : context.order)[begin + first_row + position];
+      const GradientPair pair = context.pairs[row];
+      const std::int64_t cell =
+          context.groups.offsets[feature] + BinOf(bins, context.bins.stride, row, feature);
+      atomicAdd(&split.smaller[2 * cell],
+                static_cast<Word>(static_cast<long long>(pair.gradient) * (1ll << 32) + 1));
+      atomicAdd(&split.smaller[2 * cell + 1], static_cast<Word>(pair.hessian));
+    }
+  }
+}
+
+// Whether a row goes left at a split (the CPU's Partition rule).
+template <typename Bin>
+__device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& rule,
+                                std::int32_t row) {
+  const int bin = BinOf(bins, stride, row, rule.feature);
+  if (rule.categorical) {
+    return bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
+  }
+  return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
+}
+
+// The batch's rows go to spare: a split's left ones from begin, right ones from begin + lefts.
+// A work item is kPartitionRows positions of one split, kRowsPerThread per thread (their loads
+// all in flight before any is needed); it takes its slots with one atomic per side (the warps'
+// counts scanned in shared memory): the root of a large problem otherwise queues every warp of
+// the grid on the same two counters. Within a side the order is not kept (nothing downstream
+// depends on the order of a leaf's rows: every sum is an integer).
+template <typename Bin>
+__global__ void PartitionKernel(GrowContext context, const Bin* bins) {
+  const int count = context.state->batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
+  const int chunks = context.state->partition_chunks;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ unsigned warp_lefts[kWarps];
+  __shared__ unsigned warp_rights[kWarps];
+  __shared__ unsigned long long bases[2];
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const unsigned below = (1u << lane) - 1u;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.partition_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    const std::int64_t start =
+        split.begin + std::int64_t(item - context.partition_prefix[s]) * kPartitionRows;
+    std::int32_t row[kRowsPerThread];
+    bool present[kRowsPerThread];
+    bool left[kRowsPerThread];
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const std::int64_t position = start + k * kThreads + threadIdx.x;
+      present[k] = position < split.end;
+      row[k] = present[k] ? context.order[position] : 0;
+    }
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      left[k] = present[k] && GoesLeft(bins, context.bins.stride, split.rule, row[k]);
+    }
+    unsigned lefts[kRowsPerThread];
+    unsigned rights[kRowsPerThread];
+    unsigned warp_left = 0;
+    unsigned warp_right = 0;
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      lefts[k] = __ballot_sync(0xffffffffu, left[k]);
+      rights[k] = __ballot_sync(0xffffffffu, present[k] && !left[k]);
+      warp_left += __popc(lefts[k]);
+      warp_right += __popc(rights[k]);
+    }
+    if (lane == 0) {
+      warp_lefts[warp] = warp_left;
+      warp_rights[warp] = warp_right;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned left_total = 0;
+      unsigned right_total = 0;
+      for (int at = 0; at < kWarps; ++at) {
+        const unsigned warp_left_count = warp_lefts[at];
+        const unsigned warp_right_count = warp_rights[at];
+        warp_lefts[at] = left_total;
+        warp_rights[at] = right_total;
+        left_total += warp_left_count;
+        right_total += warp_right_count;
+      }
+      bases[0] = left_total != 0 ? atomicAdd(&context.cursors[2 * s], left_total) : 0;
+      bases[1] = right_total != 0 ? atomicAdd(&context.cursors[2 * s + 1], right_total) : 0;
+    }
+    __syncthreads();
+    std::int64_t next_left = std::int64_t(bases[0] + warp_lefts[warp]);
+    std::int64_t next_right = std::int64_t(bases[1] + warp_rights[warp]);
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      if (left[k]) {
+        context.spare[next_left + __popc(lefts[k] & below)] = row[k];
+      } else if (present[k]) {
+        context.spare[next_right + __popc(rights[k] & below)] = row[k];
+      }
+      next_left += __popc(lefts[k]);
+      next_right += __popc(rights[k]);
+    }
+    __syncthreads();  // the shared counts are rewritten by the next item
+  }
+}
+
+// After the histograms: each partitioned range goes back from spare to the row order, and
+// each split's parent histogram becomes its larger child's (larger -= smaller).
+__global__ void FinishKernel(GrowContext context) {
+  const int count = context.state->batch_count;
+  if (count == 0) return;  // a batch queued after the tree is complete
+  const int chunks = context.state->partition_chunks;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int s = SplitOfItem(context.partition_prefix, count, item);
+    const BatchSplit& split = context.batch[s];
+    const std::int64_t start =
+        split.begin + std::int64_t(item - context.partition_prefix[s]) * kPartitionRows;
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const std::int64_t at = start + k * kThreads + threadIdx.x;
+      if (at < split.end) context.order[at] = context.spare[at];
+    }
+  }
+  const std::int64_t words = 2 * context.groups.total_bins;
+  const std::int64_t items = words * count;
+  for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
+       item += std::int64_t(gridDim.x) * blockDim.x) {
+    const BatchSplit& split = context.batch[item / words];
+    if (split.larger == nullptr) continue;
+    const std::int64_t at = item % words;
+    split.larger[at] -= split.smaller[at];
+  }
+}
+
+// The root's sums: every row is in one bin of feature 0, so that feature's cells sum to them.
+__global__ void RootTotalKernel(GrowContext context) {
+  const long long* cells = reinterpret_cast<const long long*>(HistogramOf(context, 0));
+  long long packed = 0;
+  long long hessian = 0;
+  for (int bin = threadIdx.x; bin < context.num_bins[0]; bin += 32) {
+    packed += cells[2 * bin];
+    hessian += cells[2 * bin + 1];
+  }
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    packed += __shfl_down_sync(0xffffffffu, packed, shift);
+    hessian += __shfl_down_sync(0xffffffffu, hessian, shift);
+  }
+  if (threadIdx.x == 0) {
+    context.leaves[0].total_packed = packed;
+    context.leaves[0].total_hessian = hessian;
+  }
+}
+
+// Calls launch(cells) with the bin matrix's 8- or 16-bit cells (one kernel instantiation each).
+template <typename Launch>
+void ForCellWidth(const DeviceBins& bins, Launch launch) {
+  if (bins.bins16 != nullptr) {
+    launch(bins.bins16);
+  } else {
+    launch(bins.bins8);
+  }
+}
+
+}  // namespace
+
+void LaunchPartition(const GrowContext& context, cudaStream_t stream) {
+  ForCellWidth(context.bins, [&](const auto* bins) {
+    using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
+    PartitionKernel<Bin>
+        <<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context, bins);
+  });
+  CheckLaunch("PartitionKernel");
+}
+
+void LaunchHistograms(const GrowContext& context, cudaStream_t stream) {
+  const HistogramGroups& groups = context.groups;
+  if (groups.shared_count > 0) {
+    const dim3 grid(static_cast<unsigned>(context.max_blocks),
+                    static_cast<unsigned>(groups.shared_count));
+    const std::size_t bytes =
+        4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
+    ForCellWidth(context.bins, [&](const auto* bins) {
+      using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
+      HistogramKernel<Bin><<<grid, kThreads, bytes, stream>>>(context, bins);
+    });
+    CheckLaunch("HistogramKernel");
+  }
+  if (groups.global_count > 0) {
+    const dim3 grid(static_cast<unsigned>(context.max_blocks),
+                    static_cast<unsigned>(groups.global_count));
+    ForCellWidth(context.bins, [&](const auto* bins) {
+      using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
+      WideHistogramKernel<Bin><<<grid, kThreads, 0, stream>>>(context, bins);
+    });
+    CheckLaunch("WideHistogramKernel");
+  }
+}
+
+void LaunchFinish(const GrowContext& context, cudaStream_t stream) {
+  FinishKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context);
+  CheckLaunch("FinishKernel");
+}
+
+void LaunchRootTotal(const GrowContext& context, cudaStream_t stream) {
+  RootTotalKernel<<<1, 32, 0, stream>>>(context);
+  CheckLaunch("RootTotalKernel");
+}
+
+}  // namespace tabforge::tree::kernels

@@ -1,0 +1,553 @@
+// The CUDA grower's selection and entry points: the scan-and-select launch whose last block
+// replays the CPU's best-first choices (grower_loop.h) on the device and writes the next batch,
+// the root's set-up, the leaf values of a finished tree, and the functions device_kernels.h
+// declares. Every kernel of a batch reads its work from the growth state the previous
+// selection wrote, so a batch has fixed launch shapes and can be replayed as one captured graph.
+#include <cub/cub.cuh>
+
+#include "core/portable_math.h"
+#include "device/cuda_check.h"
+#include "models/tree/device_common.cuh"
+#include "models/tree/device_scan.cuh"
+
+namespace tabforge::tree::kernels {
+namespace {
+
+// A leaf record with no split yet.
+__device__ inline void OpenLeaf(GrowLeaf& leaf, long long begin, long long end, long long packed,
+                                long long hessian, int depth, int slot,
+                                unsigned long long node_key) {
+  leaf.begin = begin;
+  leaf.end = end;
+  leaf.total_packed = packed;
+  leaf.total_hessian = hessian;
+  leaf.node_key = node_key;
+  leaf.gain = -INFINITY;
+  leaf.left_packed = 0;
+  leaf.left_hessian = 0;
+  leaf.depth = depth;
+  leaf.slot = slot;
+  leaf.left = -1;
+  leaf.right = -1;
+  leaf.feature = -1;
+  leaf.categorical = 0;
+  leaf.default_left = 0;
+  leaf.threshold_bin = 0;
+  for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = 0;
+}
+
+// Work items of a split for the batch kernels.
+struct SplitItems {
+  int partition;
+  int histogram;
+  int wide;
+};
+
+__device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSplit& split,
+                                       int at) {
+  std::int64_t begin = 0;
+  std::int64_t rows = 0;
+  SmallerChild(split, begin, rows);
+  const std::int64_t spread = (rows + context.max_blocks - 1) / context.max_blocks;
+  const std::int64_t chunk_rows = spread < kMinRowsPerBlock
+                                      ? kMinRowsPerBlock
+                                      : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
+  context.histogram_rows[at] = chunk_rows;
+  SplitItems items;
+  items.partition =
+      split.partition
+          ? static_cast<int>((split.end - split.begin + kPartitionRows - 1) / kPartitionRows)
+          : 0;
+  items.histogram = static_cast<int>((rows + chunk_rows - 1) / chunk_rows);
+  items.wide = static_cast<int>((rows + kWideRows - 1) / kWideRows);
+  return items;
+}
+
+__device__ inline unsigned long long PackItems(const SplitItems& items) {
+  return static_cast<unsigned long long>(items.partition) |
+         (static_cast<unsigned long long>(items.histogram) << 22) |
+         (static_cast<unsigned long long>(items.wide) << 43);
+}
+__device__ inline SplitItems UnpackItems(unsigned long long packed) {
+  return {static_cast<int>(packed & ((1ull << 22) - 1)),
+          static_cast<int>((packed >> 22) & ((1ull << 21) - 1)), static_cast<int>(packed >> 43)};
+}
+
+// Each split's first work item (prefix[at]) and the batch's totals (prefix[count]).
+__device__ inline void SetWork(const GrowContext& context, int at, const SplitItems& first) {
+  context.partition_prefix[at] = first.partition;
+  context.histogram_prefix[at] = first.histogram;
+  context.wide_prefix[at] = first.wide;
+}
+__device__ inline void SetWorkTotals(const GrowContext& context, int count,
+                                     const SplitItems& total) {
+  SetWork(context, count, total);
+  GrowState& state = *context.state;
+  state.partition_chunks = total.partition;
+  state.histogram_chunks = total.histogram;
+  state.wide_chunks = total.wide;
+}
+
+// Tells the host whether the tree is complete and how many selections have run (`counted`: this
+// one ran a real batch's selection; those queued after the tree is complete do not count): both
+// words in one 64-bit store, so the host never sees one without the other.
+__device__ inline void PostStatus(const GrowContext& context, bool counted = true) {
+  GrowState& state = *context.state;
+  if (counted) state.selections += 1;
+  const unsigned long long word =
+      static_cast<unsigned int>(state.done) |
+      (static_cast<unsigned long long>(static_cast<unsigned int>(state.selections)) << 32);
+  *reinterpret_cast<volatile unsigned long long*>(context.host) = word;
+}
+
+__global__ void RootKernel(GrowContext context, long long count, unsigned long long seed) {
+  GrowState& state = *context.state;
+  state.nodes_made = 1;  // the root took key 0
+  state.seed = seed;
+  state.count = count;
+  state.tree_leaves = 1;
+  state.device_leaves = 1;
+  state.slots_used = 1;
+  state.batch_count = 1;
+  state.scan_count = 1;
+  state.done = 0;
+  state.error = 0;
+  state.selections = 0;
+  state.scans_finished = 0;
+  OpenLeaf(context.leaves[0], 0, count, 0, 0, 0, 0, 0);
+  context.tree_to_device[0] = 0;
+  context.scan_ids[0] = 0;
+  BatchSplit root{};
+  root.begin = 0;
+  root.end = count;
+  root.lefts = count;
+  root.smaller = HistogramOf(context, 0);
+  root.larger = nullptr;
+  root.smaller_is_left = 1;
+  root.partition = 0;
+  context.batch[0] = root;
+  const SplitItems items = SplitWork(context, root, 0);
+  SetWork(context, 0, SplitItems{0, 0, 0});
+  SetWorkTotals(context, 1, items);
+  context.cursors[0] = 0;
+  context.cursors[1] = static_cast<unsigned long long>(count);
+}
+
+// The selection's view of one tree leaf, in shared memory: the gain of its device leaf's best
+// split (-inf: none) and, once that leaf is split, its children and their gains (children of
+// a split not yet in the tree have no children of their own).
+struct TreeLeafView {
+  double gain;
+  double left_gain;
+  double right_gain;
+  int id;
+  int left;
+  int right;
+};
+
+// The selection's shared memory (the views, the batch's parents, a block scan's storage and a few
+// words) fits the 48 KB every GPU gives a block without opting in.
+static_assert(sizeof(TreeLeafView) * kMaxLeaves + sizeof(int) * kMaxLeaves + 2048 <= 48 * 1024,
+              "the selection's shared memory");
+
+// Reads of leaf records in the selection go through L2 (__ldcg): the scans of other blocks of
+// the same launch wrote them.
+__device__ inline double SplitGainOf(const GrowLeaf* leaf) {
+  return __ldcg(&leaf->feature) >= 0 ? __ldcg(&leaf->gain) : -INFINITY;
+}
+
+__device__ inline GrowLeaf LoadLeaf(const GrowLeaf* leaf) {
+  static_assert(sizeof(GrowLeaf) % 8 == 0, "a leaf record is whole 64-bit words");
+  GrowLeaf copy;
+  const unsigned long long* from = reinterpret_cast<const unsigned long long*>(leaf);
+  unsigned long long* to = reinterpret_cast<unsigned long long*>(&copy);
+  for (int word = 0; word < int(sizeof(GrowLeaf) / 8); ++word) to[word] = __ldcg(from + word);
+  return copy;
+}
+
+// After a batch: checks its partitions, replays the best-first choices the CPU loop makes
+// (ChooseLeaf, then commit) as far as the splits made so far allow, and either marks the tree
+// complete or writes the next batch: the leaf chosen next, and (ahead) every other leaf that
+// may split, best first, up to the splits left to make. The replay runs on a copy of the tree
+// leaves in shared memory (dynamic: a TreeLeafView per leaf).
+__device__ void Select(const GrowContext& context) {
+  extern __shared__ TreeLeafView views[];
+  __shared__ int parents[kMaxLeaves];  // the batch's splits: the device leaves they split
+  __shared__ int chosen_leaf;
+  __shared__ int batch_size;
+  __shared__ int tree_leaves;
+  __shared__ int bad_partition;
+  GrowState& state = *context.state;
+  const int lane = threadIdx.x % 32;
+  if (state.done) {
+    if (threadIdx.x == 0) PostStatus(context, false);
+    return;
+  }
+  if (threadIdx.x == 0) bad_partition = 0;
+  __syncthreads();
+  for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
+    const BatchSplit& split = context.batch[s];
+    if (split.partition &&
+        (context.cursors[2 * s] != static_cast<unsigned long long>(split.begin + split.lefts) ||
+         context.cursors[2 * s + 1] != static_cast<unsigned long long>(split.end))) {
+      bad_partition = 1;
+    }
+  }
+  const int start_leaves = state.tree_leaves;
+  for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
+    TreeLeafView view;
+    view.id = context.tree_to_device[leaf];
+    const GrowLeaf* record = context.leaves + view.id;
+    view.gain = SplitGainOf(record);
+    view.left = __ldcg(&record->left);
+    view.right = __ldcg(&record->right);
+    view.left_gain = view.left >= 0 ? SplitGainOf(context.leaves + view.left) : -INFINITY;
+    view.right_gain = view.right >= 0 ? SplitGainOf(context.leaves + view.right) : -INFINITY;
+    views[leaf] = view;
+  }
+  __syncthreads();
+  const bool failed = bad_partition != 0;
+  if (threadIdx.x == 0 && failed) state.error = kGrowBadPartition;
+  if (threadIdx.x < 32) {
+    int leaves = start_leaves;
+    int chosen = -1;
+    while (!failed && leaves < context.num_leaves) {
+      double best_gain = -INFINITY;
+      int best = -1;
+      for (int leaf = lane; leaf < leaves; leaf += 32) {
+        const double gain = views[leaf].gain;
+        if (gain > -INFINITY && (best < 0 || gain > best_gain)) {
+          best_gain = gain;
+          best = leaf;
+        }
+      }
+      for (int shift = 16; shift > 0; shift >>= 1) {
+        const double other_gain = __shfl_down_sync(0xffffffffu, best_gain, shift);
+        const int other = __shfl_down_sync(0xffffffffu, best, shift);
+        if (other >= 0 &&
+            (best < 0 || other_gain > best_gain || (other_gain == best_gain && other < best))) {
+          best_gain = other_gain;
+          best = other;
+        }
+      }
+      chosen = __shfl_sync(0xffffffffu, best, 0);
+      if (chosen < 0) break;
+      if (views[chosen].left < 0) break;  // not split yet: the next batch splits it
+      __syncwarp();
+      if (lane == 0) {
+        const TreeLeafView parent = views[chosen];
+        TreeLeafView left_view{parent.left_gain, -INFINITY, -INFINITY, parent.left, -1, -1};
+        TreeLeafView right_view{parent.right_gain, -INFINITY, -INFINITY, parent.right, -1, -1};
+        views[chosen] = left_view;
+        views[leaves] = right_view;
+      }
+      __syncwarp();
+      ++leaves;
+      chosen = -1;
+    }
+    if (lane == 0) {
+      chosen_leaf = failed ? -1 : chosen;
+      tree_leaves = leaves;
+      state.tree_leaves = leaves;
+      state.nodes_made += 2 * static_cast<unsigned long long>(leaves - start_leaves);
+    }
+  }
+  __syncthreads();
+  const int chosen = chosen_leaf;
+  const int leaves = tree_leaves;
+  for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+    context.tree_to_device[leaf] = views[leaf].id;
+  }
+  using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  if (chosen < 0) {
+    // The tree leaves' ranges and a work list over their rows (chunks of kLeafChunk
+    // positions: leaf_prefix[l] is leaf l's first) for the leaf values and score updates.
+    unsigned long long leaf_chunks[kSplitsPerThread];
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      leaf_chunks[k] = 0;
+      if (leaf >= leaves) continue;
+      const GrowLeaf* record = context.leaves + views[leaf].id;
+      const long long begin = __ldcg(&record->begin);
+      const long long end = __ldcg(&record->end);
+      context.tree_ranges[2 * leaf] = begin;
+      context.tree_ranges[2 * leaf + 1] = end;
+      context.leaf_sums[leaf] = 0;
+      leaf_chunks[k] = static_cast<unsigned long long>((end - begin + kLeafChunk - 1) / kLeafChunk);
+    }
+    unsigned long long total_chunks = 0;
+    Scan(scan_storage).ExclusiveSum(leaf_chunks, leaf_chunks, total_chunks);
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      if (leaf < leaves) context.leaf_prefix[leaf] = static_cast<int>(leaf_chunks[k]);
+    }
+    if (threadIdx.x == 0) {
+      context.leaf_prefix[leaves] = static_cast<int>(total_chunks);
+      state.done = 1;
+      state.batch_count = 0;
+      state.scan_count = 0;
+      state.partition_chunks = 0;
+      state.histogram_chunks = 0;
+      state.wide_chunks = 0;
+      PostStatus(context);
+    }
+    return;
+  }
+  // The batch: the chosen leaf first, then (ahead) the others by gain, ties to the lower leaf.
+  if (threadIdx.x == 0) {
+    batch_size = 1;
+    parents[0] = views[chosen].id;
+  }
+  if (context.ahead) {
+    // Each leaf's gain if it may join the batch (-inf if not), in the views' left_gain (the
+    // replay is done with it), then its rank among those: best first, ties to the lower leaf.
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      TreeLeafView& view = views[leaf];
+      view.left_gain = leaf != chosen && view.left < 0 ? view.gain : -INFINITY;
+    }
+    __syncthreads();
+    const int room = context.num_leaves - leaves - 1;
+    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
+      const double gain = views[leaf].left_gain;
+      if (!(gain > -INFINITY)) continue;
+      int rank = 0;
+#pragma unroll 8
+      for (int other = 0; other < leaves; ++other) {
+        const double rival = views[other].left_gain;
+        rank += rival > gain || (rival == gain && other < leaf);
+      }
+      if (rank < room) {
+        parents[1 + rank] = views[leaf].id;
+        atomicAdd(&batch_size, 1);
+      }
+    }
+  }
+  __syncthreads();
+  const int count = batch_size;
+  if (state.slots_used + count > context.slots ||
+      state.device_leaves + 2 * count > context.leaf_capacity) {
+    if (threadIdx.x == 0) {
+      state.error = kGrowOutOfSlots;
+      context.leaf_prefix[leaves] = 0;  // no leaf work: the host reports the error
+      state.done = 1;
+      state.batch_count = 0;
+      state.scan_count = 0;
+      SetWorkTotals(context, 0, SplitItems{0, 0, 0});
+      PostStatus(context);
+    }
+    return;
+  }
+  const int first_leaf = state.device_leaves;
+  const int first_slot = state.slots_used;
+  const unsigned long long nodes = state.nodes_made;
+  // Thread t makes splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread): blocked, so the
+  // block's prefix sums give each split its first work items in split order.
+  // Work items packed as partition | histogram << 22 | wide << 43 (each total stays below its
+  // field: rows are int32 indices), so one block scan serves all three.
+  unsigned long long packed_items[kSplitsPerThread];
+  for (int k = 0; k < kSplitsPerThread; ++k) {
+    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+    packed_items[k] = 0;
+    if (at >= count) continue;
+    const int id = parents[at];
+    const GrowLeaf parent = LoadLeaf(context.leaves + id);
+    const long long lefts = CellCount(parent.left_packed);
+    const long long rights = parent.end - parent.begin - lefts;
+    const int left = first_leaf + 2 * at;
+    const int right = left + 1;
+    const bool left_smaller = lefts <= rights;
+    const int fresh = first_slot + at;
+    const unsigned long long left_key = context.ahead ? 0 : nodes;
+    const unsigned long long right_key = context.ahead ? 0 : nodes + 1;
+    OpenLeaf(context.leaves[left], parent.begin, parent.begin + lefts, parent.left_packed,
+             parent.left_hessian, parent.depth + 1, left_smaller ? fresh : parent.slot, left_key);
+    OpenLeaf(context.leaves[right], parent.begin + lefts, parent.end,
+             parent.total_packed - parent.left_packed, parent.total_hessian - parent.left_hessian,
+             parent.depth + 1, left_smaller ? parent.slot : fresh, right_key);
+    BatchSplit split{};
+    split.begin = parent.begin;
+    split.end = parent.end;
+    split.lefts = lefts;
+    split.rule.feature = parent.feature;
+    split.rule.threshold_bin = parent.threshold_bin;
+    split.rule.missing_bin = context.missing_bins[parent.feature];
+    split.rule.default_left = parent.default_left != 0;
+    split.rule.categorical = parent.categorical != 0;
+    for (int word = 0; word < kBitsetWords; ++word) split.rule.bitset[word] = parent.bitset[word];
+    split.smaller = HistogramOf(context, fresh);
+    split.larger = HistogramOf(context, parent.slot);
+    split.smaller_is_left = left_smaller ? 1 : 0;
+    split.partition = 1;
+    context.batch[at] = split;
+    context.cursors[2 * at] = static_cast<unsigned long long>(split.begin);
+    context.cursors[2 * at + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+    context.leaves[id].left = left;
+    context.leaves[id].right = right;
+    context.scan_ids[2 * at] = left;
+    context.scan_ids[2 * at + 1] = right;
+    const SplitItems items = SplitWork(context, split, at);
+    packed_items[k] = PackItems(items);
+  }
+  unsigned long long packed_total = 0;
+  Scan(scan_storage).ExclusiveSum(packed_items, packed_items, packed_total);
+  for (int k = 0; k < kSplitsPerThread; ++k) {
+    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+    if (at < count) SetWork(context, at, UnpackItems(packed_items[k]));
+  }
+  const SplitItems total = UnpackItems(packed_total);
+  if (threadIdx.x == 0) {
+    SetWorkTotals(context, count, total);
+    state.device_leaves = first_leaf + 2 * count;
+    state.slots_used = first_slot + count;
+    state.batch_count = count;
+    state.scan_count = 2 * count;
+    PostStatus(context);
+  }
+}
+
+// The batch's leaves' best splits, then, in the last block to finish, the selection. Work
+// items are (leaf, feature, chunk of kScanChunk thresholds), one per warp: a batch of a few
+// leaves still spreads over the whole device. The last warp to finish a leaf's items reduces
+// them to the leaf's best split.
+__global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context) {
+  __shared__ bool last_block;
+  GrowState& state = *context.state;
+  const int per_leaf = context.num_features * context.scan_chunks;
+  const long long items = static_cast<long long>(state.scan_count) * per_leaf;
+  const int lane = threadIdx.x % 32;
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  for (long long item = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32; item < items;
+       item += static_cast<long long>(gridDim.x) * warps) {
+    const int at = static_cast<int>(item / per_leaf);
+    const int rest = static_cast<int>(item - static_cast<long long>(at) * per_leaf);
+    const int feature = rest / context.scan_chunks;
+    const int chunk = rest - feature * context.scan_chunks;
+    FeatureSplit* leaf_candidates = context.candidates + static_cast<long long>(at) * per_leaf;
+    ScanItem(context, at, feature, chunk, leaf_candidates + rest);
+    bool last_item = false;
+    if (lane == 0) {
+      __threadfence();  // the candidate before the count
+      last_item = atomicAdd(&context.leaf_scans[at], 1u) == static_cast<unsigned>(per_leaf - 1);
+    }
+    last_item = __shfl_sync(0xffffffffu, last_item, 0);
+    if (last_item) {
+      __threadfence();
+      __syncwarp();  // the whole warp reads the candidates after lane 0 saw the count
+      ReduceLeaf(context, at, leaf_candidates, per_leaf);
+      if (lane == 0) context.leaf_scans[at] = 0;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's records before its count
+    last_block = atomicAdd(&state.scans_finished, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  if (threadIdx.x == 0) state.scans_finished = 0;
+  Select(context);
+}
+
+// The tree leaves' sums of their rows' exact gradients in fixed point at the CPU grower's
+// scale: work items are chunks of kLeafChunk positions of one leaf (leaf_prefix), each adding
+// its integer sum to the leaf's.
+__global__ void LeafSumKernel(GrowContext context, const float* gradients) {
+  const GrowState& state = *context.state;
+  const int leaves = state.tree_leaves;
+  const int chunks = context.leaf_prefix[leaves];
+  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
+  using Reduce = cub::BlockReduce<long long, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const int leaf = SplitOfItem(context.leaf_prefix, leaves, item);
+    const std::int64_t begin =
+        context.tree_ranges[2 * leaf] + std::int64_t(item - context.leaf_prefix[leaf]) * kLeafChunk;
+    const std::int64_t end = begin + kLeafChunk < context.tree_ranges[2 * leaf + 1]
+                                 ? begin + kLeafChunk
+                                 : context.tree_ranges[2 * leaf + 1];
+    long long sum = 0;
+    for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+      sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
+    }
+    const long long total = Reduce(storage).Sum(sum);
+    if (threadIdx.x == 0) {
+      atomicAdd(reinterpret_cast<unsigned long long*>(&context.leaf_sums[leaf]),
+                static_cast<unsigned long long>(total));
+    }
+    __syncthreads();  // the reduction's storage is reused by the next item
+  }
+}
+
+// values[l] = tree leaf l's value from its sums.
+__global__ void LeafValueKernel(GrowContext context, double* values) {
+  const GrowState& state = *context.state;
+  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
+  for (int leaf = blockIdx.x * blockDim.x + threadIdx.x; leaf < state.tree_leaves;
+       leaf += gridDim.x * blockDim.x) {
+    const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
+    values[leaf] =
+        LeafValue(double(context.leaf_sums[leaf]) / fixed,
+                  double(record.total_hessian) * context.scales->hessian_scale, context.scan.reg);
+  }
+}
+
+__global__ void SequenceKernel(std::int32_t* out, std::int64_t count) {
+  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < count;
+       at += std::int64_t(gridDim.x) * blockDim.x) {
+    out[at] = static_cast<std::int32_t>(at);
+  }
+}
+
+// The kernels after the partition: histograms, the copy back and subtraction (or the root's
+// sums), the scans and the selection.
+void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaStream_t stream) {
+  LaunchHistograms(context, stream);
+  if (root) {
+    LaunchRootTotal(context, stream);
+  } else {
+    LaunchFinish(context, stream);
+  }
+  const std::size_t select_bytes =
+      static_cast<std::size_t>(context.num_leaves) * sizeof(TreeLeafView);
+  ScanSelectKernel<<<static_cast<unsigned>(context.scan_blocks), kSelectThreads, select_bytes,
+                     stream>>>(context);
+  CheckLaunch("ScanSelectKernel");
+}
+
+}  // namespace
+
+void CheckLaunch(const char* kernel) {
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) device::ThrowCudaError(error, kernel, __FILE__, __LINE__);
+}
+
+void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t seed,
+                 Stream stream) {
+  RootKernel<<<1, 1, 0, stream>>>(context, count, seed);
+  CheckLaunch("RootKernel");
+  EnqueueHistogramsAndSelection(context, true, stream);
+}
+
+void EnqueueBatch(const GrowContext& context, Stream stream) {
+  LaunchPartition(context, stream);
+  EnqueueHistogramsAndSelection(context, false, stream);
+}
+
+void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
+                       Stream stream) {
+  LeafSumKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(
+      context, exact_gradients);
+  CheckLaunch("LeafSumKernel");
+  LeafValueKernel<<<static_cast<unsigned>((context.num_leaves + kThreads - 1) / kThreads), kThreads,
+                    0, stream>>>(context, values);
+  CheckLaunch("LeafValueKernel");
+}
+
+void FillSequence(std::int32_t* order, std::int64_t count, Stream stream) {
+  SequenceKernel<<<GridFor(count, 4), kThreads, 0, stream>>>(order, count);
+  CheckLaunch("SequenceKernel");
+}
+
+}  // namespace tabforge::tree::kernels
