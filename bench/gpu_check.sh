@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU checks and benchmarks of the CUDA backends, run on a GPU machine from a folder made by
+# ../shared/tools/device-pack (its `run` wrapper, bin/ with gbm_cuda_test, knn_cuda_test,
+# linear_cuda_test, gbm_bench, family_bench, and optionally gbm_bench_base: an older gbm_bench
+# timed in the same call) with the datasets copied to datasets/ beside it:
+#
+#   bash bench/gpu_check.sh PACKED_DIR
+#
+# Prints the GPU, the parity tests' lines, GBM training on 1M and 10M synthetic rows (500
+# rounds, 255 leaves; base and current binaries alternately), the GPU against the CPU backend
+# with 16 threads (10M rows, 50 rounds, same model hash expected), and KNN on the GPU against
+# the CPU (1M references, 100k queries).
+set -uo pipefail
+dir=${1:?usage: gpu_check.sh PACKED_DIR}
+cd "$dir" || exit 2
+export TABFORGE_DATASETS_DIR=$PWD/datasets
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+for test in gbm_cuda_test knn_cuda_test linear_cuda_test; do
+  timeout 300 ./run "$test" 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is"
+done
+fields='"train_seconds":[0-9.]*\|"upload_seconds":[0-9.]*\|"bin_seconds":[0-9.]*\|"device_batches":[0-9]*\|"roc_auc":[0-9.]*\|"model_sha256":"[0-9a-f]\{12\}\|"device":"[^"]*"\|rror.*'
+benches=gbm_bench
+[ -x bin/gbm_bench_base ] && benches="gbm_bench_base gbm_bench"
+params='{"num_leaves":255,"num_iterations":500}'
+for repeat in 1 2; do
+  for bench in $benches; do
+    echo "== $bench 1M $(timeout 120 ./run "$bench" --synthetic 1000000,28,0 --device cuda \
+      --params "$params" 2>&1 | grep -o "$fields" | paste -sd' ')"
+  done
+done
+for bench in $benches; do
+  echo "== $bench 10M $(timeout 200 ./run "$bench" --synthetic 10000000,28,0 --device cuda \
+    --params "$params" 2>&1 | grep -o "$fields" | paste -sd' ')"
+done
+short='{"num_leaves":255,"num_iterations":50}'
+for device in cuda cpu; do
+  echo "== gbm_bench 10M 50 rounds $device $(timeout 300 ./run gbm_bench --synthetic \
+    10000000,28,0 --device $device --threads 16 --params "$short" 2>&1 | grep -o "$fields" |
+    paste -sd' ')"
+done
+for gpus in 1 0; do
+  echo "== KNN gpus=$gpus $(timeout 200 ./run family_bench --family KNN --params \
+    '{"n_neighbors":10}' --synthetic 1000000,28,0 --test-rows 100000 --threads 16 \
+    --gpus $gpus 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
+done
