@@ -450,12 +450,29 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     if (spread <= kPureEpsilon * (squares + 1e-300)) return best;
   } else {
     node_class_.resize(static_cast<std::size_t>(count));
-    for (std::int64_t index = 0; index < count; ++index) {
-      const std::int32_t row = order_[begin + index];
-      const double weight = weights_[row];
-      node_weight_[index] = weight;
-      node_class_[index] = data_.classes[row];
-      parent[data_.classes[row]] += weight;
+    if (width_ == 2) {
+      // Two classes: whole bootstrap counts summed as integers (one-cycle adds, no chain
+      // through memory), which the double sums equal exactly.
+      std::uint64_t total = 0, ones = 0;
+      for (std::int64_t index = 0; index < count; ++index) {
+        const std::int32_t row = order_[begin + index];
+        const std::uint32_t weight = weights_[row];
+        const std::int32_t label = data_.classes[row];
+        node_weight_[index] = weight;
+        node_class_[index] = label;
+        total += weight;
+        ones += label != 0 ? weight : 0u;
+      }
+      parent[0] = static_cast<double>(total - ones);
+      parent[1] = static_cast<double>(ones);
+    } else {
+      for (std::int64_t index = 0; index < count; ++index) {
+        const std::int32_t row = order_[begin + index];
+        const double weight = weights_[row];
+        node_weight_[index] = weight;
+        node_class_[index] = data_.classes[row];
+        parent[data_.classes[row]] += weight;
+      }
     }
     double total_weight = 0, largest = 0;
     for (int k = 0; k < width_; ++k) {
