@@ -152,15 +152,16 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   const double* values = node_value_.data();
   const std::int32_t* classes = node_class_.data();
   const std::int64_t count = end - begin;
-  auto bin_at = [&](std::int64_t index) -> int {
-    return column_bins[static_cast<std::size_t>(rows[index]) * stride];
-  };
+  // The first pass gathers the node's bins into node_bins_, which the second reads in order.
+  std::uint16_t* node_bins = node_bins_.data();
+  auto bin_at = [&](std::int64_t index) -> int { return node_bins[index]; };
   // The node's smallest and largest value bins: no histogram is needed, only one threshold.
   const int missing_bin = feature_bins.missing_bin();
   int low_bin = missing_bin, high_bin = -1;
   std::int64_t missing_rows = 0;
   for (std::int64_t index = 0; index < count; ++index) {
-    const int bin = bin_at(index);
+    const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
+    node_bins[index] = static_cast<std::uint16_t>(bin);
     if (bin == missing_bin) {
       ++missing_rows;
     } else {
@@ -523,6 +524,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   weights_ = weights;
   order_.swap(rows);
   spare_.resize(order_.size());
+  node_bins_.resize(order_.size());
   const auto num_rows = static_cast<std::int64_t>(order_.size());
   {
     std::vector<double> sums(static_cast<std::size_t>(width_));

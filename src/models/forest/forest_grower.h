@@ -101,6 +101,7 @@ class ForestTreeGrower {
   std::vector<double> parent_missing_;
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
+  std::vector<std::uint16_t> node_bins_;  // extremely randomized trees: one feature's node bins
   std::vector<int> feature_order_;
 };
 
