@@ -543,14 +543,14 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
 
   // A model's resources and deadline: its configuration's CPUs and GPUs within the fit's.
   auto model_context = [&](const automl::ModelConfig& config, double model_left) {
-    models::FitContext context;
-    context.deadline = model_left < 1e299 ? Deadline::In(model_left) : Deadline();
-    context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
-    context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
-    context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
-    context.gpu_memory_fraction = options.gpu_memory_fraction;
-    context.seed = s.seed;
-    return context;
+    models::FitContext fit_context;
+    fit_context.deadline = model_left < 1e299 ? Deadline::In(model_left) : Deadline();
+    fit_context.threads = config.num_cpus > 0 ? std::min(config.num_cpus, s.threads) : s.threads;
+    fit_context.num_gpus = config.num_gpus >= 0 ? config.num_gpus : s.gpus;
+    fit_context.gpus_auto = config.num_gpus < 0 && s.gpus_auto;
+    fit_context.gpu_memory_fraction = options.gpu_memory_fraction;
+    fit_context.seed = s.seed;
+    return fit_context;
   };
   s.entries.clear();
   int fit_order = 0;

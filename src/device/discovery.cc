@@ -305,6 +305,15 @@ void ApplyInjections(GpuEnvironment& env) {
       device.processes.clear();
     }
   }
+  if (injected("TABFORGE_INJECT_CUBLAS", value)) {
+    env.cublas_checked = true;
+    env.cublas_found = value != "missing";
+    env.cublas_name = env.cublas_found ? value : "";
+    env.cublas_error =
+        env.cublas_found ? ""
+                         : fmt::format("libcublas.so.{}: cannot open shared object file (injected)",
+                                       env.runtime_version / 1000);
+  }
   if (injected("TABFORGE_INJECT_CONTAINER", value)) env.in_container = value == "1";
   if (injected("TABFORGE_INJECT_OS", value)) env.windows = value == "windows";
   if (injected("TABFORGE_INJECT_CUDA_PATH", value)) {
@@ -322,6 +331,26 @@ std::string CudaVersionText(int version) {
   return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
 }
 
+namespace {
+
+// cuBLAS under the names KNN and LR open it by (cublas_library.cc), for this build's CUDA major
+// version; only where there is a GPU to use it with (opening it takes a moment).
+void FindCublas(GpuEnvironment& env) {
+  if (!env.built_with_cuda || env.devices.empty()) return;
+  const std::string major = std::to_string(env.runtime_version / 1000);
+#ifdef _WIN32
+  const DynamicLibrary cublas = DynamicLibrary::Open({"cublas64_" + major + ".dll"});
+#else
+  const DynamicLibrary cublas = DynamicLibrary::Open({"libcublas.so." + major, "libcublas.so"});
+#endif
+  env.cublas_checked = true;
+  env.cublas_found = cublas.loaded();
+  env.cublas_name = cublas.loaded() ? cublas.name() : "";
+  env.cublas_error = cublas.error();
+}
+
+}  // namespace
+
 GpuEnvironment DiscoverGpus() {
   GpuEnvironment env;
   env.built_with_cuda = BuiltWithCuda();
@@ -334,6 +363,7 @@ GpuEnvironment DiscoverGpus() {
       std::string(std::getenv("TABFORGE_INJECT_DRIVER")) != "missing") {
     if (std::getenv("TABFORGE_INJECT_DEVICES") == nullptr) FindDriver(env);
   }
+  if (std::getenv("TABFORGE_INJECT_CUBLAS") == nullptr) FindCublas(env);
   ApplyInjections(env);
   return env;
 }

@@ -1,6 +1,6 @@
 // What the machine offers for GPU training, found without linking any NVIDIA library: the CUDA
-// driver (libcuda.so.1 / nvcuda.dll) and NVML (libnvidia-ml.so.1 / nvml.dll) are opened at run
-// time, so a machine without them is described, never crashed, in every build.
+// driver (libcuda.so.1 / nvcuda.dll), NVML (libnvidia-ml.so.1 / nvml.dll) and cuBLAS are
+// opened at run time, so a machine without them is described, never crashed, in every build.
 //
 // Fault injection: environment variables read only here let tests (and users reproducing a
 // report) pretend a machine. Each replaces what discovery would have found:
@@ -9,6 +9,7 @@
 //   TABFORGE_INJECT_DEVICES      "" for none, or "NAME,MAJOR.MINOR,TOTAL_GB,FREE_GB;..."
 //   TABFORGE_INJECT_PROCESSES    processes on GPU 0: "PID,NAME,GB;..."
 //   TABFORGE_INJECT_NVML         "missing"
+//   TABFORGE_INJECT_CUBLAS       "missing", or the cuBLAS library name that opened
 //   TABFORGE_INJECT_NO_CUDA_BUILD  "1": as a build without CUDA
 //   TABFORGE_INJECT_RUNTIME      as a CUDA build of this runtime version ("12.6")
 //   TABFORGE_INJECT_ARCHITECTURES  its GPU architectures ("60;70;80")
@@ -55,6 +56,12 @@ struct GpuEnvironment {
   std::string init_error;       // cuInit's error name, "" when it succeeded
   bool nvml_found = false;
   std::string nvml_error;
+  // cuBLAS (KNN and LR on the GPU), opened the way they open it; only looked for in a CUDA build
+  // on a machine with a GPU.
+  bool cublas_checked = false;
+  bool cublas_found = false;
+  std::string cublas_name;   // the library that opened
+  std::string cublas_error;  // why none did
   std::vector<GpuDevice> devices;
   // The surroundings.
   bool visible_devices_set = false;

@@ -81,6 +81,10 @@ const std::vector<CheckRow>& CheckTable() {
       {"memory", "\"CUDA out of memory\"", "little free GPU memory, and which processes hold it"},
       {"nvml", "the report shows no GPU utilisation or processes",
        "NVML (libnvidia-ml) cannot be loaded"},
+      {"cublas",
+       "KNN / LR say \"cuBLAS ... could not be loaded\" and run on the CPU; `libcublas.so.*` / "
+       "`cublas64_*.dll` not found",
+       "cuBLAS (KNN and LR on the GPU) cannot be loaded"},
       {"windows_cuda_path",
        "\"DLL load failed\" with CUDA_PATH unset or set to another CUDA version",
        "Windows: CUDA_PATH missing or pointing at a different version than the runtime"},
@@ -321,6 +325,21 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
                             "install the driver's NVML library (libnvidia-ml.so.1, part of the "
                             "driver packages); training works without it"));
   }
+  // cublas
+  if (!env.built_with_cuda) {
+    checks.push_back(Result("cublas", CheckStatus::kOk, "not checked (CPU-only build)"));
+  } else if (!env.cublas_checked) {
+    checks.push_back(Result("cublas", CheckStatus::kOk, "not checked (no GPU)"));
+  } else if (env.cublas_found) {
+    checks.push_back(Result("cublas", CheckStatus::kOk, "cuBLAS opens (" + env.cublas_name + ")"));
+  } else {
+    checks.push_back(Result(
+        "cublas", CheckStatus::kWarning, "cuBLAS cannot be loaded: " + env.cublas_error,
+        fmt::format("install the CUDA {} toolkit's cuBLAS (libcublas; Debian/Ubuntu: the "
+                    "cuda-libraries package) or put its folder on LD_LIBRARY_PATH (Windows: "
+                    "PATH); GBM still trains on the GPU, KNN and LR run on the CPU without it",
+                    runtime)));
+  }
   // Windows checks.
   if (!env.windows) {
     for (const char* id : {"windows_cuda_path", "windows_dll_path", "path_characters"}) {
@@ -473,7 +492,8 @@ std::string FormatJson(const GpuEnvironment& env, const Diagnosis& diagnosis) {
                    {"version", env.driver_version},
                    {"cuda_version", CudaVersionText(env.driver_cuda_version)},
                    {"init_error", env.init_error},
-                   {"nvml", env.nvml_found}};
+                   {"nvml", env.nvml_found},
+                   {"cublas", env.cublas_found}};
   out["devices"] = nlohmann::json::array();
   for (const GpuDevice& device : env.devices) {
     nlohmann::json processes = nlohmann::json::array();

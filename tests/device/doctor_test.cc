@@ -18,7 +18,8 @@ const char* const kInjected[] = {
     "TABFORGE_INJECT_PROCESSES",   "TABFORGE_INJECT_NVML",          "TABFORGE_INJECT_NO_CUDA_BUILD",
     "TABFORGE_INJECT_RUNTIME",     "TABFORGE_INJECT_ARCHITECTURES", "TABFORGE_INJECT_CONTAINER",
     "TABFORGE_INJECT_OS",          "TABFORGE_INJECT_CUDA_PATH",     "TABFORGE_INJECT_PATH",
-    "TABFORGE_INJECT_INSTALL_DIR", "TABFORGE_INJECT_WORK_DIR",      "CUDA_VISIBLE_DEVICES"};
+    "TABFORGE_INJECT_INSTALL_DIR", "TABFORGE_INJECT_WORK_DIR",      "TABFORGE_INJECT_CUBLAS",
+    "CUDA_VISIBLE_DEVICES"};
 
 // Runs discovery with exactly `values` injected (on top of a healthy default GPU machine
 // unless the values replace it) and returns the diagnosis.
@@ -28,7 +29,7 @@ Diagnosis Inject(std::map<std::string, std::string> values) {
       {"TABFORGE_INJECT_RUNTIME", "13.0"}, {"TABFORGE_INJECT_ARCHITECTURES", "75;80;86;89;90"},
       {"TABFORGE_INJECT_DRIVER", "13.0"},  {"TABFORGE_INJECT_DEVICES", "NVIDIA H200,9.0,150,140"},
       {"TABFORGE_INJECT_PROCESSES", ""},   {"TABFORGE_INJECT_CONTAINER", "0"},
-      {"TABFORGE_INJECT_OS", "linux"}};
+      {"TABFORGE_INJECT_OS", "linux"},     {"TABFORGE_INJECT_CUBLAS", "libcublas.so.13"}};
   for (const auto& [name, value] : healthy) values.emplace(name, value);
   for (const auto& [name, value] : values) {
     if (value != "<unset>") setenv(name.c_str(), value.c_str(), 1);
@@ -158,6 +159,22 @@ TEST(Doctor, MissingNvml) {
   EXPECT_EQ(diagnosis.exit_status, 0);
 }
 
+TEST(Doctor, MissingCublas) {
+  const Diagnosis healthy = Inject({});
+  EXPECT_EQ(Check(healthy, "cublas").status, CheckStatus::kOk);
+  EXPECT_TRUE(Has(Check(healthy, "cublas").finding, "libcublas.so.13"));
+  const Diagnosis diagnosis = Inject({{"TABFORGE_INJECT_CUBLAS", "missing"}});
+  const CheckResult& cublas = Check(diagnosis, "cublas");
+  EXPECT_EQ(cublas.status, CheckStatus::kWarning);
+  EXPECT_TRUE(Has(cublas.finding, "libcublas.so.13"));
+  EXPECT_TRUE(Has(cublas.remedy, "KNN and LR run on the CPU"));
+  EXPECT_TRUE(Has(cublas.remedy, "LD_LIBRARY_PATH"));
+  EXPECT_EQ(diagnosis.exit_status, 0);  // GBM still trains on the GPU
+  const Diagnosis cpu_build =
+      Inject({{"TABFORGE_INJECT_NO_CUDA_BUILD", "1"}, {"TABFORGE_INJECT_RUNTIME", "<unset>"}});
+  EXPECT_TRUE(Has(Check(cpu_build, "cublas").finding, "not checked"));
+}
+
 TEST(Doctor, WindowsPaths) {
   const std::string toolkit = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v13.0";
   const std::map<std::string, std::string> windows = {
@@ -202,9 +219,9 @@ TEST(Doctor, WindowsPaths) {
 TEST(Doctor, EveryCheckRowHasAnInjectedProblem) {
   // The tests above drive each row to a warning or an error; keep the table and them in step.
   const std::vector<std::string> covered = {
-      "cuda_build",         "driver", "driver_version", "cuda_init",         "device_visible",
-      "compute_capability", "memory", "nvml",           "windows_cuda_path", "windows_dll_path",
-      "path_characters"};
+      "cuda_build",         "driver",         "driver_version", "cuda_init", "device_visible",
+      "compute_capability", "memory",         "nvml",           "cublas",    "windows_cuda_path",
+      "windows_dll_path",   "path_characters"};
   ASSERT_EQ(CheckTable().size(), covered.size());
   for (std::size_t at = 0; at < covered.size(); ++at) EXPECT_EQ(CheckTable()[at].id, covered[at]);
 }
