@@ -100,7 +100,7 @@ void AddDoctorCommand(CLI::App& app) {
       fmt::print("{}", device::FormatMarkdownTable());
       return;
     }
-    const device::GpuEnvironment env = device::DiscoverGpus();
+    const device::GpuEnvironment env = device::DiscoverGpus(/*open_cublas=*/true);
     const device::Diagnosis diagnosis = device::Diagnose(env);
     fmt::print("{}", args->json ? device::FormatJson(env, diagnosis)
                                 : device::FormatReport(env, diagnosis));

@@ -334,7 +334,7 @@ std::string CudaVersionText(int version) {
 namespace {
 
 // cuBLAS under the names KNN and LR open it by (cublas_library.cc), for this build's CUDA major
-// version; only where there is a GPU to use it with (opening it takes a moment).
+// version; only where there is a GPU to use it with.
 void FindCublas(GpuEnvironment& env) {
   if (!env.built_with_cuda || env.devices.empty()) return;
   const std::string major = std::to_string(env.runtime_version / 1000);
@@ -351,7 +351,7 @@ void FindCublas(GpuEnvironment& env) {
 
 }  // namespace
 
-GpuEnvironment DiscoverGpus() {
+GpuEnvironment DiscoverGpus(bool open_cublas) {
   GpuEnvironment env;
   env.built_with_cuda = BuiltWithCuda();
   if (env.built_with_cuda) {
@@ -363,7 +363,7 @@ GpuEnvironment DiscoverGpus() {
       std::string(std::getenv("TABFORGE_INJECT_DRIVER")) != "missing") {
     if (std::getenv("TABFORGE_INJECT_DEVICES") == nullptr) FindDriver(env);
   }
-  if (std::getenv("TABFORGE_INJECT_CUBLAS") == nullptr) FindCublas(env);
+  if (open_cublas && std::getenv("TABFORGE_INJECT_CUBLAS") == nullptr) FindCublas(env);
   ApplyInjections(env);
   return env;
 }

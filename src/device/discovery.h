@@ -56,8 +56,8 @@ struct GpuEnvironment {
   std::string init_error;       // cuInit's error name, "" when it succeeded
   bool nvml_found = false;
   std::string nvml_error;
-  // cuBLAS (KNN and LR on the GPU), opened the way they open it; only looked for in a CUDA build
-  // on a machine with a GPU.
+  // cuBLAS (KNN and LR on the GPU), opened the way they open it; only looked for when asked
+  // (DiscoverGpus' open_cublas), in a CUDA build on a machine with a GPU.
   bool cublas_checked = false;
   bool cublas_found = false;
   std::string cublas_name;   // the library that opened
@@ -77,8 +77,9 @@ struct GpuEnvironment {
   bool injected = false;  // some value came from TABFORGE_INJECT_*
 };
 
-// Looks at the machine (and applies any TABFORGE_INJECT_* values).
-GpuEnvironment DiscoverGpus();
+// Looks at the machine (and applies any TABFORGE_INJECT_* values). `open_cublas`: also open
+// cuBLAS where there is a GPU (it takes a moment, so only `tabforge doctor` asks).
+GpuEnvironment DiscoverGpus(bool open_cublas = false);
 
 // "13.0" from 13000.
 std::string CudaVersionText(int version);
