@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
         "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"{}\","
         "\"device_note\":\"{}\"{},\"bin_seconds\":{:.4f},\"upload_seconds\":{:.4f},"
         "\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
-        "\"device_batches\":{},\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{},\"raw_data_bytes\":{},"
+        "\"device_batches\":{},\"rounds\":{},\"stop_reason\":\"{}\",\"peak_rss_bytes\":{},\"raw_"
+        "data_bytes\":{},"
         "\"raw_label_bytes\":{},\"bin_matrix_bytes\":{},\"memory_bar_bytes\":{},"
         "\"model_bytes\":{},\"model_sha256\":\"{}\"}}\n",
         problem.dataset, fit.num_rows, params_json, threads, model.report().device,

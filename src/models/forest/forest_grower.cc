@@ -132,10 +132,10 @@ bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std
                                             std::uint64_t node_key, Candidate& best) {
   const tree::BinMatrix& matrix = *data_.bins;
   // The passes read the node's bins through local pointers, one instantiation per cell width.
-  return matrix.wide() ? TryExtraTreesNumericOf(matrix.bins16.data() + feature, feature, begin,
-                                                end, parent, parent_score, node_key, best)
-                       : TryExtraTreesNumericOf(matrix.bins8.data() + feature, feature, begin,
-                                                end, parent, parent_score, node_key, best);
+  return matrix.wide() ? TryExtraTreesNumericOf(matrix.bins16.data() + feature, feature, begin, end,
+                                                parent, parent_score, node_key, best)
+                       : TryExtraTreesNumericOf(matrix.bins8.data() + feature, feature, begin, end,
+                                                parent, parent_score, node_key, best);
 }
 
 template <typename Bin>

@@ -7,7 +7,7 @@
 
 #include "device/cuda_check.h"
 #include "models/gbm/gbm_kernels.h"
-#include "models/tree/device_kernels.h"
+#include "models/tree/device_common.cuh"
 
 namespace tabforge::gbm::kernels {
 namespace {
@@ -88,25 +88,12 @@ __global__ void BagKernel(std::uint64_t seed, std::uint64_t stream, double fract
 __global__ void LeafScoreKernel(const std::int32_t* order, const long long* ranges,
                                 const int* chunks, int leaf_count, const double* values,
                                 double learning_rate, float* scores, int outputs, int output) {
-  constexpr int kLeafChunk = tree::kernels::kLeafChunk;
   const int items = chunks[leaf_count];
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    int low = 0;
-    int high = leaf_count - 1;
-    while (low < high) {  // the last leaf whose first item is at most `item`
-      const int middle = (low + high + 1) / 2;
-      if (chunks[middle] <= item) {
-        low = middle;
-      } else {
-        high = middle - 1;
-      }
-    }
-    const int leaf = low;
-    const double value = values[leaf] * learning_rate;
-    const std::int64_t begin = ranges[2 * leaf] + std::int64_t(item - chunks[leaf]) * kLeafChunk;
-    const std::int64_t end =
-        begin + kLeafChunk < ranges[2 * leaf + 1] ? begin + kLeafChunk : ranges[2 * leaf + 1];
-    for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+    const tree::kernels::LeafChunk chunk =
+        tree::kernels::LeafChunkOf(ranges, chunks, leaf_count, item);
+    const double value = values[chunk.leaf] * learning_rate;
+    for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
       float& score = scores[std::int64_t(order[at]) * outputs + output];
       score = AddToScore(score, value);
     }

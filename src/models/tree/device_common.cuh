@@ -78,6 +78,25 @@ __device__ inline Word* HistogramOf(const GrowContext& context, int slot) {
   return context.histograms + 2 * std::size_t(slot) * context.groups.total_bins;
 }
 
+// Work item `item` of a finished tree's leaf work list (chunks[l]: tree leaf l's first item,
+// ranges[2l, 2l + 1): its positions): the leaf, and positions [begin, end) of at most
+// kLeafChunk.
+struct LeafChunk {
+  int leaf;
+  std::int64_t begin;
+  std::int64_t end;
+};
+
+__device__ inline LeafChunk LeafChunkOf(const long long* ranges, const int* chunks, int leaves,
+                                        int item) {
+  LeafChunk chunk;
+  chunk.leaf = SplitOfItem(chunks, leaves, item);
+  chunk.begin = ranges[2 * chunk.leaf] + std::int64_t(item - chunks[chunk.leaf]) * kLeafChunk;
+  const std::int64_t leaf_end = ranges[2 * chunk.leaf + 1];
+  chunk.end = chunk.begin + kLeafChunk < leaf_end ? chunk.begin + kLeafChunk : leaf_end;
+  return chunk;
+}
+
 // device_rows.cu's launchers (each checks its launch).
 // The batch's partitions (rows to the spare buffer).
 void LaunchPartition(const GrowContext& context, cudaStream_t stream);

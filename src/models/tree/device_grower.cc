@@ -99,7 +99,6 @@ struct DeviceTreeGrower::State {
   cudaGraphExec_t batch_graph = nullptr;
   const void* graph_pairs = nullptr;
   const void* graph_scales = nullptr;
-  std::vector<std::pair<std::int64_t, std::int64_t>> leaf_ranges;
   std::int64_t batches_run = 0;
 
   ~State() {
@@ -332,10 +331,6 @@ const double* DeviceTreeGrower::device_leaf_values() const { return state_->valu
 
 const int* DeviceTreeGrower::device_leaf_chunks() const { return state_->leaf_prefix.data(); }
 
-const std::vector<std::pair<std::int64_t, std::int64_t>>& DeviceTreeGrower::leaf_ranges() const {
-  return state_->leaf_ranges;
-}
-
 std::int64_t DeviceTreeGrower::batches_run() const { return state_->batches_run; }
 
 const void* DeviceTreeGrower::device_bins() const {
@@ -352,8 +347,6 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
                             const std::vector<std::uint8_t>& active, std::uint64_t seed) {
   State& s = *state_;
   kernels::GrowContext& c = s.context;
-  // Nothing of an earlier tree may still run (a Grow that threw can leave batches queued).
-  TFG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   const std::int64_t count = device_rows != nullptr ? num_rows : s.rows;
   if (device_rows != nullptr) {
     TFG_CUDA_CHECK(cudaMemcpyAsync(s.order.data(), device_rows, sizeof(std::int32_t) * count,
@@ -381,22 +374,29 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   kernels::EnqueueRoot(c, count, seed, nullptr);
   int queued = 1;
   const int most_batches = 2 * s.params.num_leaves + kQueuedAhead + 2;
-  while (done.load() == 0) {
-    if (queued - completed.load() < kQueuedAhead) {
-      TFG_CHECK(queued < most_batches, "the device growth of a tree did not finish in {} batches",
-                most_batches);
-      TFG_CUDA_CHECK(cudaGraphLaunch(s.batch_graph, nullptr));
-      ++queued;
-      continue;
+  try {
+    while (done.load() == 0) {
+      if (queued - completed.load() < kQueuedAhead) {
+        TFG_CHECK(queued < most_batches, "the device growth of a tree did not finish in {} batches",
+                  most_batches);
+        TFG_CUDA_CHECK(cudaGraphLaunch(s.batch_graph, nullptr));
+        ++queued;
+        continue;
+      }
+      const cudaError_t idle = cudaStreamQuery(nullptr);
+      if (idle != cudaSuccess && idle != cudaErrorNotReady) {
+        device::ThrowCudaError(idle, "cudaStreamQuery (growing a tree)", __FILE__, __LINE__);
+      }
+      // Every queued batch has run: each posted its selection, or the tree is complete.
+      TFG_CHECK(idle != cudaSuccess || done.load() != 0 || completed.load() == queued,
+                "the device ran {} batches of a tree but reported {}", queued, completed.load());
+      std::this_thread::yield();
     }
-    const cudaError_t idle = cudaStreamQuery(nullptr);
-    if (idle != cudaSuccess && idle != cudaErrorNotReady) {
-      device::ThrowCudaError(idle, "cudaStreamQuery (growing a tree)", __FILE__, __LINE__);
-    }
-    // Every queued batch has run: each posted its selection, or the tree is complete.
-    TFG_CHECK(idle != cudaSuccess || done.load() != 0 || completed.load() == queued,
-              "the device ran {} batches of a tree but reported {}", queued, completed.load());
-    std::this_thread::yield();
+  } catch (...) {
+    // Batches already queued may still write the mapped status and the arrays: let them
+    // finish before the next tree resets them (or the grower frees them).
+    cudaStreamSynchronize(nullptr);
+    throw;
   }
   kernels::EnqueueLeafValues(c, gradients.exact_gradients, s.values.data(), nullptr);
   TFG_CUDA_CHECK(cudaMemcpyAsync(s.state_copy.data(), s.grow_state.data(),
@@ -436,13 +436,8 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
             tree.num_leaves());
 
   const int num_leaves = tree.num_leaves();
-  s.leaf_ranges.resize(static_cast<std::size_t>(num_leaves));
   std::vector<double>& leaf_values = tree.leaf_values();
-  for (int leaf = 0; leaf < num_leaves; ++leaf) {
-    const kernels::GrowLeaf& record = records[tree_to_device[leaf]];
-    s.leaf_ranges[leaf] = {record.begin, record.end};
-    leaf_values[leaf] = s.value_copy.data()[leaf];
-  }
+  for (int leaf = 0; leaf < num_leaves; ++leaf) leaf_values[leaf] = s.value_copy.data()[leaf];
   tree.Compact();
   return tree;
 }

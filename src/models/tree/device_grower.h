@@ -46,15 +46,13 @@ class DeviceTreeGrower {
             std::uint64_t seed);
 
   // The last tree's rows on the device: positions grouped by leaf (device_order), leaf l's
-  // [begin, end) as device_leaf_ranges()[2l, 2l + 1] and, on the host, leaf_ranges(); its
-  // unscaled leaf values on the device.
+  // [begin, end) as device_leaf_ranges()[2l, 2l + 1], and its unscaled leaf values.
   const std::int32_t* device_order() const;
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;
   // A work list over the last tree's rows: leaf l's first item of kernels::kLeafChunk positions
   // (num_leaves + 1 entries, the last the total), on the device.
   const int* device_leaf_chunks() const;
-  const std::vector<std::pair<std::int64_t, std::int64_t>>& leaf_ranges() const;
   // Batches of leaf splits run so far, over every tree grown (the root's included).
   std::int64_t batches_run() const;
   // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).

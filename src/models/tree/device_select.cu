@@ -461,14 +461,10 @@ __global__ void LeafSumKernel(GrowContext context, const float* gradients) {
   using Reduce = cub::BlockReduce<long long, kThreads>;
   __shared__ typename Reduce::TempStorage storage;
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
-    const int leaf = SplitOfItem(context.leaf_prefix, leaves, item);
-    const std::int64_t begin =
-        context.tree_ranges[2 * leaf] + std::int64_t(item - context.leaf_prefix[leaf]) * kLeafChunk;
-    const std::int64_t end = begin + kLeafChunk < context.tree_ranges[2 * leaf + 1]
-                                 ? begin + kLeafChunk
-                                 : context.tree_ranges[2 * leaf + 1];
+    const LeafChunk chunk = LeafChunkOf(context.tree_ranges, context.leaf_prefix, leaves, item);
+    const int leaf = chunk.leaf;
     long long sum = 0;
-    for (std::int64_t at = begin + threadIdx.x; at < end; at += blockDim.x) {
+    for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
       sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
     }
     const long long total = Reduce(storage).Sum(sum);

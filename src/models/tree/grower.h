@@ -64,7 +64,6 @@ struct QuantizedGradients {
 std::vector<std::uint8_t> NodeFeatureMask(const std::vector<std::uint8_t>& active, double fraction,
                                           std::uint64_t seed, std::uint64_t node_key);
 
-
 class TreeGrower {
  public:
   // Borrows `bins` and `mapper` for the grower's lifetime.
