@@ -11,6 +11,11 @@ prints one JSON line: the number of kernel launches, their summed GPU time, that
 of train_seconds (what is left is launch gaps, host work and copies), and the kernels that took
 the most time (name, launches, total and mean microseconds). ncu serialises the kernels, so the
 sums are each kernel's own time, without overlap.
+
+When the run reports device_histogram_bytes (gbm_bench with --device cuda: the bin cells, row
+positions and gradient pairs its histogram builds read), the line also gives the histogram
+kernels' effective bandwidth: those bytes over the summed time of the kernels whose names
+contain "Histogram". Compare it with bench/copy_bandwidth's figure for the same device.
 """
 import argparse
 import collections
@@ -20,6 +25,18 @@ import json
 import shutil
 import subprocess
 import sys
+
+
+def KernelName(full):
+    """The kernel's name without its parameter list ("(anonymous namespace)" stays)."""
+    if not full.endswith(")"):
+        return full
+    depth = 0
+    for at in range(len(full) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(full[at], 0)
+        if depth == 0:
+            return full[:at]
+    return full
 
 
 def main():
@@ -34,7 +51,9 @@ def main():
 
     plain = subprocess.run(command, check=True, capture_output=True, text=True)
     lines = [line for line in plain.stdout.splitlines() if line.startswith("{")]
-    train_seconds = json.loads(lines[-1]).get("train_seconds") if lines else None
+    report = json.loads(lines[-1]) if lines else {}
+    train_seconds = report.get("train_seconds")
+    histogram_bytes = report.get("device_histogram_bytes")
 
     profiled = subprocess.run(
         [args.ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
@@ -57,11 +76,18 @@ def main():
         unit = row.get("Metric Unit", "nsecond")
         seconds = value * {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
                            "ms": 1e-3, "second": 1.0, "s": 1.0}[unit]
-        name = row["Kernel Name"].split("(")[0]
+        name = KernelName(row["Kernel Name"])
         totals[name] += seconds
         launches[name] += 1
     kernel_seconds = sum(totals.values())
     top = sorted(totals.items(), key=lambda item: -item[1])[: args.top]
+    histogram_seconds = sum(seconds for name, seconds in totals.items()
+                            if "histogram" in name.lower())
+    extra = {}
+    if histogram_bytes and histogram_seconds > 0:
+        extra = {"histogram_bytes": histogram_bytes,
+                 "histogram_kernel_seconds": round(histogram_seconds, 6),
+                 "histogram_bytes_per_second": float(f"{histogram_bytes / histogram_seconds:.4g}")}
     print(json.dumps({
         "command": command,
         "train_seconds": train_seconds,
@@ -73,6 +99,7 @@ def main():
                      "total_us": round(1e6 * seconds, 1),
                      "mean_us": round(1e6 * seconds / launches[name], 2)}
                     for name, seconds in top],
+        **extra,
     }))
 
 

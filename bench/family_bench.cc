@@ -6,10 +6,13 @@
 //                | --synthetic ROWS,FEATURES,SEED)
 // Fits on all training rows (no validation rows), predicts the test rows and prints one JSON
 // line: family, dataset, rows, params, threads, the test metrics under their src/metrics names,
-// fit and predict seconds, iterations, device, peak RSS, model size and SHA-256.
+// fit and predict seconds (--predict-repeats N: the test rows are predicted N times;
+// predict_seconds is the first, which pays one-off set-up such as a GPU's context and library
+// handles, predict_best_seconds the fastest), iterations, device, peak RSS, model size and SHA-256.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -29,7 +32,7 @@ int main(int argc, char** argv) {
     if (family_key.empty()) {
       std::fprintf(stderr,
                    "usage: family_bench --family KEY [--params JSON] [--threads N] [--gpus N] "
-                   "[--test-rows N] "
+                   "[--test-rows N] [--predict-repeats N] "
                    "(--train FILE --test FILE --label COL | --data FILE --label COL "
                    "[--test-fraction F] [--split-seed S] | --synthetic ROWS,FEATURES,SEED)\n");
       return 2;
@@ -63,6 +66,14 @@ int main(int argc, char** argv) {
     Stopwatch predict_watch;
     const std::vector<double> predictions = model->Predict(problem.test, threads);
     const double predict_seconds = predict_watch.Seconds();
+    double predict_best_seconds = predict_seconds;
+    const int predict_repeats = std::stoi(ArgValue(argc, argv, "--predict-repeats", "1"));
+    for (int repeat = 1; repeat < predict_repeats; ++repeat) {
+      Stopwatch again;
+      TFG_CHECK(model->Predict(problem.test, threads) == predictions,
+                "a repeated prediction of the test rows differs from the first");
+      predict_best_seconds = std::min(predict_best_seconds, again.Seconds());
+    }
     const std::string model_bytes = model->Serialize();
     const metrics::Predictions scored{predictions, task.outputs()};
     std::string metric_json;
@@ -86,13 +97,14 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &usage);
     fmt::print(
         "{{\"family\":\"{}\",\"dataset\":\"{}\",\"rows\":{},\"test_rows\":{},\"params\":{},"
-        "\"threads\":{}{},\"fit_seconds\":{:.4f},\"predict_seconds\":{:.4f},\"iterations\":{},"
+        "\"threads\":{}{},\"fit_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
+        "\"predict_best_seconds\":{:.4f},\"iterations\":{},"
         "\"device\":\"{}\",\"device_note\":\"{}\",\"peak_rss_bytes\":{},\"model_bytes\":{},"
         "\"model_sha256\":\"{}\"}}\n",
         family_key, problem.dataset, problem.all.num_rows, problem.test.num_rows, params_json,
-        threads, metric_json, fit_seconds, predict_seconds, info.iterations, info.device,
-        info.device_note, static_cast<long long>(usage.ru_maxrss) * 1024, model_bytes.size(),
-        Sha256Hex(model_bytes));
+        threads, metric_json, fit_seconds, predict_seconds, predict_best_seconds, info.iterations,
+        info.device, info.device_note, static_cast<long long>(usage.ru_maxrss) * 1024,
+        model_bytes.size(), Sha256Hex(model_bytes));
     return 0;
   } catch (const tabforge::Error& error) {
     std::fprintf(stderr, "family_bench: %s\n", error.what());

@@ -53,7 +53,9 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
   std::int64_t block = std::min<std::int64_t>(queries, 131072);
   std::int64_t tile = std::min<std::int64_t>(references, 32768);
   auto need = [&]() {
-    return reference_bytes + block * (std::int64_t(dims) + 1 + 2 * keep) * 4 + block * tile * 4;
+    return reference_bytes +
+           block * (std::int64_t(dims) + 1 + 2 * keep * (kernels::kListParts + 1)) * 4 +
+           block * tile * 4;
   };
   while (need() > budget && (block > 1024 || tile > 1024)) {
     if (tile >= block) {
@@ -80,6 +82,9 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
   DeviceArray<float> d_query(static_cast<std::size_t>(block * dims));
   DeviceArray<float> d_query_norms(static_cast<std::size_t>(block));
   DeviceArray<float> d_dots(static_cast<std::size_t>(block * tile));
+  DeviceArray<float> d_part(static_cast<std::size_t>(block * keep * kernels::kListParts));
+  DeviceArray<std::int32_t> d_part_index(
+      static_cast<std::size_t>(block * keep * kernels::kListParts));
   DeviceArray<float> d_best(static_cast<std::size_t>(block * keep));
   DeviceArray<std::int32_t> d_best_index(static_cast<std::size_t>(block * keep));
   indices.assign(static_cast<std::size_t>(queries * keep), -1);
@@ -91,7 +96,7 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
                               static_cast<std::size_t>(count * dims) * sizeof(float),
                               cudaMemcpyHostToDevice));
     kernels::SquaredNorms(d_query.data(), count, dims, d_query_norms.data());
-    kernels::ResetNeighbors(count, keep, d_best.data(), d_best_index.data());
+    kernels::ResetNeighbors(count * kernels::kListParts, keep, d_part.data(), d_part_index.data());
     for (std::int64_t start = 0; start < references; start += tile) {
       const std::int64_t width = std::min(tile, references - start);
       // dots (count x width, column-major) = Q^T R: both are row-major rows, that is
@@ -104,8 +109,10 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
           "cublasSgemm");
       kernels::SelectNeighbors(d_dots.data(), count, width, d_query_norms.data(),
                                d_reference_norms.data() + start, start, first, skip_self, keep,
-                               d_best.data(), d_best_index.data());
+                               d_part.data(), d_part_index.data());
     }
+    kernels::MergeNeighbors(d_part.data(), d_part_index.data(), count, keep, d_best.data(),
+                            d_best_index.data());
     TFG_CUDA_CHECK(cudaMemcpy(indices.data() + first * keep, d_best_index.data(),
                               static_cast<std::size_t>(count * keep) * sizeof(std::int32_t),
                               cudaMemcpyDeviceToHost));

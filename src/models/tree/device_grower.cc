@@ -100,6 +100,7 @@ struct DeviceTreeGrower::State {
   const void* graph_pairs = nullptr;
   const void* graph_scales = nullptr;
   std::int64_t batches_run = 0;
+  std::int64_t rows_histogrammed = 0;  // rows read by histogram builds, every tree
 
   ~State() {
     // Batches a failed Grow left queued may still write the mapped status and the arrays.
@@ -191,7 +192,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   int multiprocessors = 1;
   TFG_CUDA_CHECK(cudaGetDevice(&ordinal));
   TFG_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ordinal));
-  s.groups = GroupFeatures(layout.offsets, kernels::kSharedCells);
+  s.groups = GroupFeatures(layout.offsets, kernels::SharedHistogramCells());
   Upload(s.shared_groups, s.groups.shared.data(), s.groups.shared.size());
   Upload(s.global_groups, s.groups.global.data(), s.groups.global.size());
   kernels::GrowContext& c = s.context;
@@ -333,6 +334,14 @@ const int* DeviceTreeGrower::device_leaf_chunks() const { return state_->leaf_pr
 
 std::int64_t DeviceTreeGrower::batches_run() const { return state_->batches_run; }
 
+std::int64_t DeviceTreeGrower::histogram_bytes() const {
+  const kernels::GrowContext& c = state_->context;
+  const std::int64_t cell_bytes = c.bins.bins8 != nullptr ? 1 : 2;
+  const std::int64_t row_bytes = c.bins.stride * cell_bytes + std::int64_t(sizeof(std::int32_t)) +
+                                 std::int64_t(sizeof(GradientPair));
+  return state_->rows_histogrammed * row_bytes;
+}
+
 const void* DeviceTreeGrower::device_bins() const {
   return state_->bins16.data() != nullptr ? static_cast<const void*>(state_->bins16.data())
                                           : static_cast<const void*>(state_->bins8.data());
@@ -418,6 +427,15 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   std::vector<LeafSplit> splits;
   splits.reserve(static_cast<std::size_t>(grown.device_leaves));
   for (int id = 0; id < grown.device_leaves; ++id) splits.push_back(SplitOf(records[id]));
+  // The root's histogram reads every row; each split made (chosen or not) reads its smaller
+  // child's rows.
+  s.rows_histogrammed += grown.count;
+  for (int id = 0; id < grown.device_leaves; ++id) {
+    if (records[id].left < 0) continue;
+    const kernels::GrowLeaf& left = records[records[id].left];
+    const kernels::GrowLeaf& right = records[records[id].right];
+    s.rows_histogrammed += std::min(left.end - left.begin, right.end - right.begin);
+  }
   Tree tree(0.0);
   std::vector<int> tree_to_device = {0};  // tree leaf -> device leaf
   auto best_of = [&](int leaf) -> const LeafSplit& { return splits[tree_to_device[leaf]]; };

@@ -28,6 +28,7 @@ inline constexpr int kBitsetWords = kMaxCategoryBins / 32;
 // The most leaves per tree (the selection keeps 40 bytes per leaf in 48 KB of shared memory).
 inline constexpr int kMaxLeaves = 1024;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
+// SharedHistogramCells gives more where the device lets a block opt in to more.
 inline constexpr int kSharedCells = 48 * 1024 / 16;
 
 // Why a device growth stopped early (GrowState::error).
@@ -223,6 +224,12 @@ void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients,
 
 // order[i] = i for i < count.
 void FillSequence(std::int32_t* order, std::int64_t count, Stream stream);
+
+// Histogram cells one block of the histogram kernel may sum in shared memory on the current
+// device: as many as two blocks per multiprocessor leave room for (at least kSharedCells), so
+// most feature sets are one group and each row is read once per histogram. Lets the kernel use
+// that much (call before launching or capturing it).
+int SharedHistogramCells();
 
 // Throws CudaError when the last launch failed.
 void CheckLaunch(const char* kernel);

@@ -26,10 +26,14 @@ __device__ inline BlockGroup GroupOfBlock(const GrowContext& context, const int*
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
 // most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
 // gradient sum, the count, and the fixed-point hessian as two 16-bit halves (32-bit shared
-// atomics are native; 64-bit ones are compare-and-swap loops). The nonzero cells are then
-// added, in 64 bits, to the histogram: integer sums, so the order of addition cannot matter.
+// atomics are native; 64-bit ones are compare-and-swap loops). The four sums are four planes
+// of `cells` words, not four neighbouring words of a cell: a warp's atomics on random cells
+// then spread over all 32 banks instead of the 8 that words of one kind would share. The
+// nonzero cells are then added, in 64 bits, to the histogram: integer sums, so the order of
+// addition cannot matter.
 template <typename Bin>
-__global__ void HistogramKernel(GrowContext context, const Bin* bins) {
+__global__ void __launch_bounds__(kHistogramThreads, 2)
+    HistogramKernel(GrowContext context, const Bin* bins) {
   extern __shared__ std::uint32_t words[];
   const BlockGroup group = GroupOfBlock(context, context.groups.shared);
   if (group.count == 0) return;  // a batch queued after the tree is complete
@@ -59,11 +63,11 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
         (split.partition ? context.spare : context.order) + begin + first_row;
     auto add = [&](std::int32_t row, int feature, int cell_base) {
       const GradientPair pair = context.pairs[row];
-      std::uint32_t* at = words + 4 * (cell_base + BinOf(bins, stride, row, feature));
+      std::uint32_t* at = words + cell_base + BinOf(bins, stride, row, feature);
       atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-      atomicAdd(at + 1, 1u);
-      atomicAdd(at + 2, pair.hessian & 0xffffu);
-      atomicAdd(at + 3, pair.hessian >> 16);
+      atomicAdd(at + cells, 1u);
+      atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
+      atomicAdd(at + 3 * cells, pair.hessian >> 16);
     };
     if (group_features <= static_cast<int>(blockDim.x)) {
       // Thread t takes kFeaturesPerThread consecutive features of the group (slot t % slots)
@@ -86,11 +90,11 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
         auto add_row = [&](std::int32_t row, const GradientPair& pair, const int* row_bins) {
           for (int j = 0; j < kFeaturesPerThread; ++j) {
             if (j >= features_here) break;
-            std::uint32_t* at = words + 4 * (cell_base[j] + row_bins[j]);
+            std::uint32_t* at = words + cell_base[j] + row_bins[j];
             atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-            atomicAdd(at + 1, 1u);
-            atomicAdd(at + 2, pair.hessian & 0xffffu);
-            atomicAdd(at + 3, pair.hessian >> 16);
+            atomicAdd(at + cells, 1u);
+            atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
+            atomicAdd(at + 3 * cells, pair.hessian >> 16);
           }
         };
         int position = row_lane;
@@ -132,11 +136,13 @@ __global__ void HistogramKernel(GrowContext context, const Bin* bins) {
     __syncthreads();
     Word* out = split.smaller + 2 * base;
     for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
-      const std::uint32_t* at = words + 4 * cell;
-      if (at[1] == 0) continue;
+      const std::uint32_t* at = words + cell;
+      const std::uint32_t count = at[cells];
+      if (count == 0) continue;
       const long long gradient = static_cast<std::int32_t>(at[0]);
-      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + at[1]));
-      atomicAdd(&out[2 * cell + 1], static_cast<Word>(at[2]) + (static_cast<Word>(at[3]) << 16));
+      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + count));
+      atomicAdd(&out[2 * cell + 1],
+                static_cast<Word>(at[2 * cells]) + (static_cast<Word>(at[3 * cells]) << 16));
     }
     __syncthreads();  // the shared cells are zeroed for the next item
   }
@@ -331,6 +337,31 @@ void LaunchPartition(const GrowContext& context, cudaStream_t stream) {
   CheckLaunch("PartitionKernel");
 }
 
+int SharedHistogramCells() {
+  int device = 0;
+  int per_block = 0;
+  int per_multiprocessor = 0;
+  int reserved = 0;
+  TFG_CUDA_CHECK(cudaGetDevice(&device));
+  TFG_CUDA_CHECK(
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  TFG_CUDA_CHECK(cudaDeviceGetAttribute(&per_multiprocessor,
+                                        cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  TFG_CUDA_CHECK(
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  constexpr int kCellBytes = 4 * sizeof(std::uint32_t);
+  const int bytes =
+      std::max(std::min(per_block, per_multiprocessor / 2 - reserved), kSharedCells * kCellBytes);
+  const int cells = bytes / kCellBytes;
+  TFG_CUDA_CHECK(cudaFuncSetAttribute(HistogramKernel<std::uint8_t>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      cells * kCellBytes));
+  TFG_CUDA_CHECK(cudaFuncSetAttribute(HistogramKernel<std::uint16_t>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      cells * kCellBytes));
+  return cells;
+}
+
 void LaunchHistograms(const GrowContext& context, cudaStream_t stream) {
   const HistogramGroups& groups = context.groups;
   if (groups.shared_count > 0) {
@@ -340,7 +371,7 @@ void LaunchHistograms(const GrowContext& context, cudaStream_t stream) {
         4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
     ForCellWidth(context.bins, [&](const auto* bins) {
       using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
-      HistogramKernel<Bin><<<grid, kThreads, bytes, stream>>>(context, bins);
+      HistogramKernel<Bin><<<grid, kHistogramThreads, bytes, stream>>>(context, bins);
     });
     CheckLaunch("HistogramKernel");
   }
