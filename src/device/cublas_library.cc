@@ -28,7 +28,8 @@ Loaded Load() {
   if (!loaded.library.loaded()) {
     loaded.problem = fmt::format(
         "cuBLAS {} could not be loaded ({}); install the CUDA toolkit's cuBLAS (or put its "
-        "folder on the library path) to run KNN and LR on the GPU",
+        "folder on the library path) to run LR, and KNN on rows wider than 64 columns, on the "
+        "GPU",
         major, loaded.library.error());
     return loaded;
   }

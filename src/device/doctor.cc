@@ -84,7 +84,7 @@ const std::vector<CheckRow>& CheckTable() {
       {"cublas",
        "KNN / LR say \"cuBLAS ... could not be loaded\" and run on the CPU; `libcublas.so.*` / "
        "`cublas64_*.dll` not found",
-       "cuBLAS (KNN and LR on the GPU) cannot be loaded"},
+       "cuBLAS (LR, and KNN on rows wider than 64 columns, on the GPU) cannot be loaded"},
       {"windows_cuda_path",
        "\"DLL load failed\" with CUDA_PATH unset or set to another CUDA version",
        "Windows: CUDA_PATH missing or pointing at a different version than the runtime"},
@@ -337,7 +337,8 @@ Diagnosis Diagnose(const GpuEnvironment& env) {
         "cublas", CheckStatus::kWarning, "cuBLAS cannot be loaded: " + env.cublas_error,
         fmt::format("install the CUDA {} toolkit's cuBLAS (libcublas; Debian/Ubuntu: the "
                     "cuda-libraries package) or put its folder on LD_LIBRARY_PATH (Windows: "
-                    "PATH); GBM still trains on the GPU, KNN and LR run on the CPU without it",
+                    "PATH); GBM (and KNN on rows of up to 64 columns) still run on the GPU, LR and "
+                    "KNN on wider rows run on the CPU without it",
                     runtime)));
   }
   // Windows checks.

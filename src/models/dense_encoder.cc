@@ -34,7 +34,14 @@ DenseEncoder DenseEncoder::Fit(const features::FeatureMatrix& train,
   encoder.num_numeric_ = train.num_numeric();
   encoder.one_hot_ = options.one_hot;
   const std::int64_t rows = train.num_rows;
-  encoder.knots_.resize(static_cast<std::size_t>(encoder.num_numeric_));
+  const auto numeric = static_cast<std::size_t>(encoder.num_numeric_);
+  encoder.knots_.resize(numeric);
+  encoder.mean_.resize(numeric);
+  encoder.scale_.resize(numeric);
+  Context context;
+  context.num_threads = options.threads;
+  // Features are independent (and each is summed in row order, whatever the thread count).
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
   for (int feature = 0; feature < encoder.num_numeric_; ++feature) {
     const float* column = train.NumericColumn(feature);
     std::vector<double> present;
@@ -57,8 +64,8 @@ DenseEncoder DenseEncoder::Fit(const features::FeatureMatrix& train,
     mean = present.empty() ? 0.0 : mean / double(present.size());
     for (double value : present) squares += (value - mean) * (value - mean);
     const double deviation = present.empty() ? 0.0 : std::sqrt(squares / double(present.size()));
-    encoder.mean_.push_back(mean);
-    encoder.scale_.push_back(deviation > 1e-12 ? 1.0 / deviation : 1.0);
+    encoder.mean_[feature] = mean;
+    encoder.scale_[feature] = deviation > 1e-12 ? 1.0 / deviation : 1.0;
   }
   if (options.one_hot) {
     for (int feature = 0; feature < train.num_categorical(); ++feature) {
@@ -146,7 +153,8 @@ std::vector<std::int32_t> DenseEncoder::OneHotColumns(const features::FeatureMat
 
 std::vector<float> DenseEncoder::Transform(const features::FeatureMatrix& features,
                                            int threads) const {
-  const std::vector<float> numeric = TransformNumeric(features, threads);
+  std::vector<float> numeric = TransformNumeric(features, threads);
+  if (num_columns() == num_numeric_) return numeric;  // no one-hot columns: the same rows
   const std::vector<std::int32_t> hot = OneHotColumns(features, threads);
   const std::int64_t rows = features.num_rows;
   const int columns = num_columns();

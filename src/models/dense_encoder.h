@@ -23,6 +23,7 @@ struct DenseEncoderOptions {
   int max_categories = 32;  // one-hot columns per categorical feature, "other" included
   bool quantile = false;    // numeric features through their quantiles before scaling
   int quantiles = 101;      // quantile transform: the knots kept per feature
+  int threads = 0;          // threads learning the features' scalings (0: all)
 };
 
 class DenseEncoder {

@@ -167,7 +167,7 @@ TEST(Doctor, MissingCublas) {
   const CheckResult& cublas = Check(diagnosis, "cublas");
   EXPECT_EQ(cublas.status, CheckStatus::kWarning);
   EXPECT_TRUE(Has(cublas.finding, "libcublas.so.13"));
-  EXPECT_TRUE(Has(cublas.remedy, "KNN and LR run on the CPU"));
+  EXPECT_TRUE(Has(cublas.remedy, "LR and KNN on wider rows run on the CPU"));
   EXPECT_TRUE(Has(cublas.remedy, "LD_LIBRARY_PATH"));
   EXPECT_EQ(diagnosis.exit_status, 0);  // GBM still trains on the GPU
   const Diagnosis cpu_build =

@@ -254,6 +254,7 @@ class KnnModel final : public models::Model {
     models::DenseEncoderOptions options;
     options.one_hot = params_.one_hot;
     options.max_categories = params_.max_categories;
+    options.threads = context.threads;
     encoder_ = models::DenseEncoder::Fit(train, options);
     reference_ = encoder_.Transform(train, context.threads);
     references_ = train.num_rows;

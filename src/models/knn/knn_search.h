@@ -1,8 +1,9 @@
-// The CUDA twin of NearestNeighbors (knn.h), declared for the KNN model: distances as cuBLAS
-// products over tiles of reference rows, and a selection kernel keeping each query's k nearest
-// (ties to the lower reference row, as on the CPU). Distances are computed in float on either
-// device with different summation orders, so neighbours whose distances agree to rounding may
-// come back in another order; every other neighbour is the CPU's. In CPU-only builds
+// The CUDA twin of NearestNeighbors (knn.h), declared for the KNN model: distances from a fused
+// kernel (rows of up to 64 values) or from cuBLAS products over tiles of reference rows, each
+// query keeping its k nearest (ties to the lower reference row, as on the CPU). Distances are
+// computed in float on either device with different summation orders, so neighbours whose
+// distances agree to rounding may come back in another order; every other neighbour is the
+// CPU's. In CPU-only builds
 // (knn_no_cuda.cc) it returns false and says why.
 #pragma once
 

@@ -323,6 +323,7 @@ class LinearModel final : public models::Model {
     options.one_hot = params_.one_hot;
     options.max_categories = params_.max_categories;
     options.quantile = params_.quantile;
+    options.threads = context.threads;
     encoder_ = models::DenseEncoder::Fit(train, options);
     const Design x = Design::Of(encoder_, train, context.threads);
     const int dims = encoder_.num_columns();

@@ -57,9 +57,14 @@ void ExpectSameNeighbours(std::int64_t references, std::int64_t queries, int dim
 
 TEST(KnnCuda, NeighboursMatchTheCpu) {
   TFG_REQUIRE_GPU();
+  // The fused search (rows of up to kMaxFusedDims values).
   ExpectSameNeighbours(50000, 3000, 8, 5, false);
-  ExpectSameNeighbours(70000, 5000, 28, 40, false);  // several tiles, the long-list kernel
+  ExpectSameNeighbours(70000, 5000, 28, 40, false);  // the long-list kernel, partial tiles
   ExpectSameNeighbours(20000, 20000, 6, 10, true);   // leave-one-out
+  ExpectSameNeighbours(3001, 129, 61, 7, false);     // few queries: many lists each
+  // Wider rows: cuBLAS products over several tiles and the selection kernel.
+  ExpectSameNeighbours(70000, 2000, 70, 10, false);
+  ExpectSameNeighbours(40000, 3000, 66, 5, true);
 }
 
 TEST(KnnCuda, ModelPredictionsMatchTheCpu) {
