@@ -8,10 +8,13 @@
 #
 # Prints the GPU, the parity tests' lines, GBM training on 1M and 10M synthetic rows (500
 # rounds, 255 leaves; base and current binaries alternately), the GPU against the CPU backend
-# with 16 threads (10M rows, 50 rounds, same model hash expected), and KNN on the GPU against
-# the CPU (1M references, 100k queries).
+# with 16 threads (10M rows, 50 rounds, same model hash expected), KNN on the GPU against the
+# CPU (1M references, 100k queries; the GPU's prediction twice: the first pays for the CUDA
+# context), the device's copy bandwidth and the histogram kernels' effective bandwidth (Nsight
+# Compute, 10M rows, 20 rounds).
 set -uo pipefail
 dir=${1:?usage: gpu_check.sh PACKED_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
 cd "$dir" || exit 2
 export TABFORGE_DATASETS_DIR=$PWD/datasets
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -41,5 +44,10 @@ done
 for gpus in 1 0; do
   echo "== KNN gpus=$gpus $(timeout 200 ./run family_bench --family KNN --params \
     '{"n_neighbors":10}' --synthetic 1000000,28,0 --test-rows 100000 --threads 16 \
-    --gpus $gpus 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
+    --gpus $gpus --predict-repeats $((2 - gpus)) 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"predict_best_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
 done
+[ -x bin/copy_bandwidth ] && ./run copy_bandwidth
+if command -v ncu >/dev/null; then
+  timeout 200 python3 "$here/cuda_kernel_times.py" --top 4 -- ./run gbm_bench \
+    --synthetic 10000000,28,0 --device cuda --params '{"num_leaves":255,"num_iterations":20}'
+fi
