@@ -44,7 +44,7 @@ done
 for gpus in 1 0; do
   echo "== KNN gpus=$gpus $(timeout 200 ./run family_bench --family KNN --params \
     '{"n_neighbors":10}' --synthetic 1000000,28,0 --test-rows 100000 --threads 16 \
-    --gpus $gpus --predict-repeats $((2 - gpus)) 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"predict_best_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
+    --gpus $gpus --predict-repeats $((1 + gpus)) 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"predict_best_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
 done
 [ -x bin/copy_bandwidth ] && ./run copy_bandwidth
 if command -v ncu >/dev/null; then
