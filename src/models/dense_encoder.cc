@@ -38,34 +38,61 @@ DenseEncoder DenseEncoder::Fit(const features::FeatureMatrix& train,
   encoder.knots_.resize(numeric);
   encoder.mean_.resize(numeric);
   encoder.scale_.resize(numeric);
-  Context context;
-  context.num_threads = options.threads;
-  // Features are independent (and each is summed in row order, whatever the thread count).
-#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
-  for (int feature = 0; feature < encoder.num_numeric_; ++feature) {
-    const float* column = train.NumericColumn(feature);
-    std::vector<double> present;
-    present.reserve(static_cast<std::size_t>(rows));
-    for (std::int64_t row = 0; row < rows; ++row) {
-      if (!std::isnan(column[row])) present.push_back(column[row]);
-    }
-    if (options.quantile && present.size() >= 2) {
-      std::sort(present.begin(), present.end());
-      std::vector<double>& knots = encoder.knots_[feature];
-      const int count = std::max(2, options.quantiles);
-      for (int knot = 0; knot < count; ++knot) {
-        const double position = double(knot) * double(present.size() - 1) / double(count - 1);
-        knots.push_back(present[static_cast<std::size_t>(std::llround(position))]);
-      }
-      for (double& value : present) value = QuantileOf(knots, value);
-    }
-    double mean = 0, squares = 0;
-    for (double value : present) mean += value;
-    mean = present.empty() ? 0.0 : mean / double(present.size());
-    for (double value : present) squares += (value - mean) * (value - mean);
-    const double deviation = present.empty() ? 0.0 : std::sqrt(squares / double(present.size()));
+  auto set_scale = [&](int feature, double mean, double squares, std::int64_t present) {
+    const double deviation = present == 0 ? 0.0 : std::sqrt(squares / double(present));
     encoder.mean_[feature] = mean;
     encoder.scale_[feature] = deviation > 1e-12 ? 1.0 / deviation : 1.0;
+  };
+  if (options.quantile) {
+    // The features' present values, sorted, give the knots; the scaling is that of their
+    // quantile positions. One feature at a time: each needs a copy of its column.
+    for (int feature = 0; feature < encoder.num_numeric_; ++feature) {
+      const float* column = train.NumericColumn(feature);
+      std::vector<double> present;
+      present.reserve(static_cast<std::size_t>(rows));
+      for (std::int64_t row = 0; row < rows; ++row) {
+        if (!std::isnan(column[row])) present.push_back(column[row]);
+      }
+      if (present.size() >= 2) {
+        std::sort(present.begin(), present.end());
+        std::vector<double>& knots = encoder.knots_[feature];
+        const int count = std::max(2, options.quantiles);
+        for (int knot = 0; knot < count; ++knot) {
+          const double position = double(knot) * double(present.size() - 1) / double(count - 1);
+          knots.push_back(present[static_cast<std::size_t>(std::llround(position))]);
+        }
+        for (double& value : present) value = QuantileOf(knots, value);
+      }
+      double mean = 0, squares = 0;
+      for (double value : present) mean += value;
+      mean = present.empty() ? 0.0 : mean / double(present.size());
+      for (double value : present) squares += (value - mean) * (value - mean);
+      set_scale(feature, mean, squares, static_cast<std::int64_t>(present.size()));
+    }
+  } else {
+    // Mean and deviation straight from the columns, features in parallel; each is summed in
+    // row order, so the values do not depend on the thread count.
+    Context context;
+    context.num_threads = options.threads;
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+    for (int feature = 0; feature < encoder.num_numeric_; ++feature) {
+      const float* column = train.NumericColumn(feature);
+      double mean = 0;
+      std::int64_t present = 0;
+      for (std::int64_t row = 0; row < rows; ++row) {
+        if (std::isnan(column[row])) continue;
+        mean += column[row];
+        ++present;
+      }
+      mean = present == 0 ? 0.0 : mean / double(present);
+      double squares = 0;
+      for (std::int64_t row = 0; row < rows; ++row) {
+        if (std::isnan(column[row])) continue;
+        const double value = column[row];
+        squares += (value - mean) * (value - mean);
+      }
+      set_scale(feature, mean, squares, present);
+    }
   }
   if (options.one_hot) {
     for (int feature = 0; feature < train.num_categorical(); ++feature) {

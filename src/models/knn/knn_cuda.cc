@@ -29,7 +29,7 @@ namespace {
 // Lists per query for a fused search of `count` queries: enough blocks to fill the device
 // several times over, each list searching an equal run of the references.
 int FusedParts(std::int64_t count, int multiprocessors) {
-  const std::int64_t query_blocks = (count + 127) / 128;
+  const std::int64_t query_blocks = (count + kernels::kFusedThreads - 1) / kernels::kFusedThreads;
   const std::int64_t wanted = (8 * std::int64_t(std::max(multiprocessors, 1)) + query_blocks - 1) /
                               std::max<std::int64_t>(query_blocks, 1);
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, kernels::kMaxListParts));
@@ -77,7 +77,10 @@ bool DeviceNearestNeighbors(const std::vector<float>& reference, std::int64_t re
   };
   auto need = [&]() {
     return reference_bytes +
-           block * (std::int64_t(dims) + 1 + 2 * keep * (kernels::kMaxListParts + 1)) * 4 +
+           block *
+               (std::int64_t(dims) + 1 +
+                2 * keep * ((fused ? kernels::kMaxListParts : kernels::kListParts) + 1)) *
+               4 +
            block * tile * 4;
   };
   while (need() > budget && (block > 1024 || tile > 1024)) {

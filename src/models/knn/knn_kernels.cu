@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "core/error.h"
 #include "device/cuda_check.h"
 #include "models/knn/knn_kernels.h"
 #include "models/knn/knn_search.h"
@@ -102,7 +103,6 @@ __global__ void SelectKernel(const float* dots, std::int64_t queries, std::int64
 // shared memory, where every thread reads the same row (a broadcast). The dot product is
 // summed in dimension order with fused multiply-adds; the distance and list are as in
 // SelectKernel. Lists are part-major, as SelectKernel keeps them.
-constexpr int kFusedThreads = 128;
 constexpr int kFusedTile = 64;
 
 template <int kDims, int kMax>
@@ -254,6 +254,8 @@ void MergeNeighbors(const float* part_distances, const std::int32_t* part_indice
                     std::int64_t queries, int k, int parts, float* best_distances,
                     std::int32_t* best_indices) {
   if (queries == 0) return;
+  TFG_CHECK(parts >= 1 && parts <= kMaxListParts, "{} neighbour lists per query (1 to {})", parts,
+            kMaxListParts);
   MergeKernel<<<Blocks(queries), kThreads>>>(part_distances, part_indices, queries, k, parts,
                                              best_distances, best_indices);
   TFG_CUDA_CHECK(cudaGetLastError());
@@ -284,6 +286,10 @@ void FusedSearch(const float* query_rows, std::int64_t queries, int dims, const 
                  std::int64_t first_query, bool skip_self, int k, int parts, float* part_distances,
                  std::int32_t* part_indices) {
   if (queries == 0) return;
+  TFG_CHECK(dims >= 1 && dims <= kMaxFusedDims, "the fused search takes 1 to {} columns, not {}",
+            kMaxFusedDims, dims);
+  TFG_CHECK(parts >= 1 && parts <= kMaxListParts, "{} neighbour lists per query (1 to {})", parts,
+            kMaxListParts);
   const dim3 grid(static_cast<unsigned>((queries + kFusedThreads - 1) / kFusedThreads),
                   static_cast<unsigned>(parts));
   // The query row lives in registers: its padded width is a compile-time size.

@@ -35,8 +35,10 @@ void MergeNeighbors(const float* part_distances, const std::int32_t* part_indice
                     std::int64_t queries, int k, int parts, float* best_distances,
                     std::int32_t* best_indices);
 
-// The widest rows FusedSearch takes (a query row is held in registers).
+// The widest rows FusedSearch takes (a query row is held in registers), and its queries per
+// block (one per thread).
 inline constexpr int kMaxFusedDims = 64;
+inline constexpr int kFusedThreads = 128;
 
 // Without a product matrix: each query's k nearest among all `references` rows (row-major,
 // dims <= kMaxFusedDims) into `parts` lists (part p searches the p-th of `parts` equal runs of

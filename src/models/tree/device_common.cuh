@@ -11,8 +11,9 @@
 namespace tabforge::tree::kernels {
 
 inline constexpr int kThreads = 256;
-// Threads of a histogram block: two such blocks fill a multiprocessor's threads at 64 registers
-// each (SharedHistogramCells sizes their shared memory for two per multiprocessor).
+// Threads of a histogram block: two such blocks per multiprocessor (SharedHistogramCells sizes
+// their shared memory for two) fill its register file at 64 registers a thread, which the
+// kernel's launch bounds ask for (it compiles without spills).
 inline constexpr int kHistogramThreads = 512;
 // Rows one shared-memory histogram chunk sums. Its 32-bit cells stay exact: a row's quantized
 // gradient is at most MaxGradientLevel(rows) = (2^31 - 1) / rows in magnitude, and 16-bit

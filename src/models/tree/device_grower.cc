@@ -337,8 +337,11 @@ std::int64_t DeviceTreeGrower::batches_run() const { return state_->batches_run;
 std::int64_t DeviceTreeGrower::histogram_bytes() const {
   const kernels::GrowContext& c = state_->context;
   const std::int64_t cell_bytes = c.bins.bins8 != nullptr ? 1 : 2;
-  const std::int64_t row_bytes = c.bins.stride * cell_bytes + std::int64_t(sizeof(std::int32_t)) +
-                                 std::int64_t(sizeof(GradientPair));
+  // Each launch group (a shared-memory group or a wide feature) reads a row's position and
+  // gradient pair again.
+  const std::int64_t groups = c.groups.shared_count + c.groups.global_count;
+  const std::int64_t row_bytes = c.bins.stride * cell_bytes +
+                                 groups * std::int64_t(sizeof(std::int32_t) + sizeof(GradientPair));
   return state_->rows_histogrammed * row_bytes;
 }
 
@@ -427,15 +430,6 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   std::vector<LeafSplit> splits;
   splits.reserve(static_cast<std::size_t>(grown.device_leaves));
   for (int id = 0; id < grown.device_leaves; ++id) splits.push_back(SplitOf(records[id]));
-  // The root's histogram reads every row; each split made (chosen or not) reads its smaller
-  // child's rows.
-  s.rows_histogrammed += grown.count;
-  for (int id = 0; id < grown.device_leaves; ++id) {
-    if (records[id].left < 0) continue;
-    const kernels::GrowLeaf& left = records[records[id].left];
-    const kernels::GrowLeaf& right = records[records[id].right];
-    s.rows_histogrammed += std::min(left.end - left.begin, right.end - right.begin);
-  }
   Tree tree(0.0);
   std::vector<int> tree_to_device = {0};  // tree leaf -> device leaf
   auto best_of = [&](int leaf) -> const LeafSplit& { return splits[tree_to_device[leaf]]; };
@@ -452,6 +446,19 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   TFG_CHECK(tree.num_leaves() == grown.tree_leaves,
             "the device grew {} leaves, the replay of its splits {}", grown.tree_leaves,
             tree.num_leaves());
+  // The root's histogram reads every row; each split made (chosen or not) reads its smaller
+  // child's rows.
+  s.rows_histogrammed += grown.count;
+  for (int id = 0; id < grown.device_leaves; ++id) {
+    const int left = records[id].left;
+    const int right = records[id].right;
+    if (left < 0) continue;
+    TFG_CHECK(left < grown.device_leaves && right < grown.device_leaves,
+              "device leaf {} has children {} and {} of {} leaves", id, left, right,
+              grown.device_leaves);
+    s.rows_histogrammed += std::min(records[left].end - records[left].begin,
+                                    records[right].end - records[right].begin);
+  }
 
   const int num_leaves = tree.num_leaves();
   std::vector<double>& leaf_values = tree.leaf_values();

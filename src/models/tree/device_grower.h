@@ -55,8 +55,9 @@ class DeviceTreeGrower {
   const int* device_leaf_chunks() const;
   // Batches of leaf splits run so far, over every tree grown (the root's included).
   std::int64_t batches_run() const;
-  // Bytes the histogram builds of every tree grown read: per row read, its bin cells, its
-  // position in the row order and its gradient pair (the histogram kernels' effective traffic).
+  // Bytes the histogram builds of every tree grown read: per row read, its bin cells, and its
+  // position in the row order and gradient pair once per feature group (the histogram
+  // kernels' effective traffic).
   std::int64_t histogram_bytes() const;
   // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).
   const void* device_bins() const;

@@ -62,6 +62,7 @@ TEST(KnnCuda, NeighboursMatchTheCpu) {
   ExpectSameNeighbours(70000, 5000, 28, 40, false);  // the long-list kernel, partial tiles
   ExpectSameNeighbours(20000, 20000, 6, 10, true);   // leave-one-out
   ExpectSameNeighbours(3001, 129, 61, 7, false);     // few queries: many lists each
+  ExpectSameNeighbours(20, 5, 8, 10, false);         // more lists than references: empty ones
   // Wider rows: cuBLAS products over several tiles and the selection kernel.
   ExpectSameNeighbours(70000, 2000, 70, 10, false);
   ExpectSameNeighbours(40000, 3000, 66, 5, true);
