@@ -526,8 +526,22 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   context.num_threads = threads;
   const std::int64_t rows = features.num_rows;
   const int outputs = num_outputs_;
-  std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
   const int trees = forest_.num_trees();
+  // A model set to the GPU (device "cuda") scores large batches there, with the same sums as
+  // below; small ones, or any the device cannot take, stay on the CPU.
+  if (params_.device != "cpu" && rows * trees >= kDevicePredictWork) {
+    std::vector<double> raw;
+    std::string why;
+    try {
+      if (DevicePredictRaw(forest_, mapper_, features, outputs, init_score_, params_.gpu_device_id,
+                           params_.gpu_memory_fraction, raw, why)) {
+        return raw;
+      }
+    } catch (const CudaError&) {
+      // A device failure (out of memory, a lost device) leaves the CPU to score the rows.
+    }
+  }
+  std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache while the block's values
   // of its features (column-major) are read in runs.
   constexpr std::int64_t kBlockRows = 64;
@@ -549,6 +563,12 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     }
   }
   return raw;
+}
+
+bool GbmModel::PredictRawOnDevice(const features::FeatureMatrix& features, std::vector<double>& raw,
+                                  std::string& why) const {
+  return DevicePredictRaw(forest_, mapper_, features, num_outputs_, init_score_,
+                          params_.gpu_device_id, params_.gpu_memory_fraction, raw, why);
 }
 
 void GbmModel::PredictRowRaw(const float* numeric, const std::int32_t* categorical,

@@ -125,8 +125,13 @@ class GbmModel {
                       std::span<const double> valid_labels, const GbmParams& params, int threads,
                       const Deadline& deadline = Deadline());
 
-  // Raw scores, row-major num_rows x num_outputs (log-odds, softmax inputs or values).
+  // Raw scores, row-major num_rows x num_outputs (log-odds, softmax inputs or values). A model
+  // whose device is "cuda" scores large batches on the GPU (the same doubles).
   std::vector<double> PredictRaw(const features::FeatureMatrix& features, int threads = 0) const;
+  // The same scores computed on the model's CUDA device whatever the batch's size (tests and
+  // benchmarks compare the two); false, with the reason in `why`, where it could not run.
+  bool PredictRawOnDevice(const features::FeatureMatrix& features, std::vector<double>& raw,
+                          std::string& why) const;
   // Raw scores of one row from its feature values in FeatureMatrix order (numeric values, NaN
   // for missing; categorical codes) into out[0, num_outputs()). Allocates nothing.
   void PredictRowRaw(const float* numeric, const std::int32_t* categorical, double* out) const;

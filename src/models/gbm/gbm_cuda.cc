@@ -2,14 +2,18 @@
 // scores and gradients stay on the device; each round runs the kernels of gbm_kernels.cu and
 // grows its trees with DeviceTreeGrower. Only finished trees come back to the host (and, with
 // bagging, the size of each round's bag).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/error.h"
 #include "device/cuda_check.h"
 #include "device/cuda_device.h"
 #include "models/gbm/gbm_kernels.h"
+#include "models/gbm/gbm_predict_kernels.h"
 #include "models/gbm/gbm_rounds.h"
 #include "models/tree/device_grower.h"
 #include "models/tree/device_kernels.h"
@@ -224,6 +228,131 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std:
     why = error.what();
     return nullptr;
   }
+}
+
+// The GPU predictor reads CompactForest's arrays as its own types.
+using Forest = tree::CompactForest;
+static_assert(sizeof(Forest::Node) == sizeof(kernels::ForestNode) &&
+                  offsetof(Forest::Node, feature) == offsetof(kernels::ForestNode, feature) &&
+                  offsetof(Forest::Node, threshold) == offsetof(kernels::ForestNode, threshold) &&
+                  offsetof(Forest::Node, left) == offsetof(kernels::ForestNode, left) &&
+                  offsetof(Forest::Node, right) == offsetof(kernels::ForestNode, right),
+              "a forest node's layout on the device");
+static_assert(sizeof(Forest::Categories) == sizeof(kernels::ForestCategories) &&
+                  offsetof(Forest::Categories, begin) ==
+                      offsetof(kernels::ForestCategories, begin) &&
+                  offsetof(Forest::Categories, end) == offsetof(kernels::ForestCategories, end),
+              "a category range's layout on the device");
+static_assert(Forest::kCategorical == kernels::kNodeCategorical &&
+                  Forest::kDefaultLeft == kernels::kNodeDefaultLeft &&
+                  Forest::kFeatureMask == kernels::kNodeFeatureMask,
+              "a forest node's feature bits on the device");
+static_assert(kMaxDeviceOutputs == kernels::kMaxPredictOutputs, "outputs the kernel sums");
+
+bool DevicePredictRaw(const tree::CompactForest& forest, const tree::BinMapper& mapper,
+                      const features::FeatureMatrix& features, int outputs,
+                      const std::vector<double>& init_score, int device_id, double memory_fraction,
+                      std::vector<double>& raw, std::string& why) {
+  if (outputs < 1 || outputs > kMaxDeviceOutputs) {
+    why = fmt::format("{} outputs per row; the GPU predictor takes 1 to {}", outputs,
+                      kMaxDeviceOutputs);
+    return false;
+  }
+  const device::CudaDeviceInfo info = device::QueryCudaDevice(device_id);
+  if (!info.usable) {
+    why = info.problem;
+    return false;
+  }
+  const int numeric_count = forest.numeric_count();
+  const int categorical_count = mapper.num_features() - numeric_count;
+  TFG_CHECK(
+      features.num_numeric() >= numeric_count && features.num_categorical() >= categorical_count,
+      "the rows have {} numeric and {} categorical features, the model {} and {}",
+      features.num_numeric(), features.num_categorical(), numeric_count, categorical_count);
+  // The categorical features' code tables, end to end.
+  std::vector<std::uint16_t> code_bins;
+  std::vector<std::int32_t> code_begin = {0};
+  std::vector<std::int32_t> other_bin;
+  for (int c = 0; c < categorical_count; ++c) {
+    const tree::FeatureBins& bins = mapper.feature(numeric_count + c);
+    code_bins.insert(code_bins.end(), bins.code_to_bin.begin(), bins.code_to_bin.end());
+    code_begin.push_back(static_cast<std::int32_t>(code_bins.size()));
+    other_bin.push_back(bins.other_bin);
+  }
+  const std::int64_t forest_bytes =
+      std::int64_t(forest.nodes().size() * sizeof(kernels::ForestNode) + forest.roots().size() * 4 +
+                   forest.leaves().size() * 8 + forest.categories().size() * 8 +
+                   forest.bits().size() * 4 + code_bins.size() * 2 + code_begin.size() * 8);
+  const std::int64_t row_bytes =
+      4 * std::int64_t(numeric_count + categorical_count) + 8 * std::int64_t(outputs);
+  const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
+  const std::int64_t rows = features.num_rows;
+  const std::int64_t block =
+      std::min<std::int64_t>(std::max<std::int64_t>(rows, 1),
+                             std::max<std::int64_t>(0, budget - forest_bytes) / row_bytes);
+  if (block < std::min<std::int64_t>(rows, 1024)) {
+    why = fmt::format(
+        "the forest and a block of rows need more than the {:.1f} GB allowed ({} of "
+        "the free memory)",
+        double(budget) / 1e9, memory_fraction);
+    return false;
+  }
+  TFG_CUDA_CHECK(cudaSetDevice(device_id));
+  DeviceArray<kernels::ForestNode> nodes;
+  DeviceArray<std::int32_t> roots;
+  DeviceArray<double> leaves;
+  DeviceArray<kernels::ForestCategories> categories;
+  DeviceArray<std::uint32_t> bits;
+  DeviceArray<std::uint16_t> device_code_bins;
+  DeviceArray<std::int32_t> device_code_begin;
+  DeviceArray<std::int32_t> device_other_bin;
+  DeviceArray<double> init;
+  // The forest's own node and category arrays go up as the kernel's types (same layout).
+  Upload(nodes, reinterpret_cast<const kernels::ForestNode*>(forest.nodes().data()),
+         forest.nodes().size());
+  Upload(roots, forest.roots().data(), forest.roots().size());
+  Upload(leaves, forest.leaves().data(), forest.leaves().size());
+  Upload(categories, reinterpret_cast<const kernels::ForestCategories*>(forest.categories().data()),
+         forest.categories().size());
+  Upload(bits, forest.bits().data(), forest.bits().size());
+  Upload(device_code_bins, code_bins.data(), code_bins.size());
+  Upload(device_code_begin, code_begin.data(), code_begin.size());
+  Upload(device_other_bin, other_bin.data(), other_bin.size());
+  Upload(init, init_score.data(), init_score.size());
+  const kernels::DeviceForest view{nodes.data(),
+                                   roots.data(),
+                                   forest.num_trees(),
+                                   leaves.data(),
+                                   categories.data(),
+                                   bits.data(),
+                                   numeric_count,
+                                   device_code_bins.data(),
+                                   device_code_begin.data(),
+                                   device_other_bin.data()};
+  DeviceArray<float> numeric(static_cast<std::size_t>(block * numeric_count));
+  DeviceArray<std::int32_t> codes(static_cast<std::size_t>(block * categorical_count));
+  DeviceArray<double> scores(static_cast<std::size_t>(block * outputs));
+  raw.assign(static_cast<std::size_t>(rows * outputs), 0.0);
+  for (std::int64_t first = 0; first < rows; first += block) {
+    const std::int64_t count = std::min(block, rows - first);
+    // Columns of this block, column-major as the kernel reads them.
+    for (int f = 0; f < numeric_count; ++f) {
+      TFG_CUDA_CHECK(cudaMemcpy(numeric.data() + f * count, features.NumericColumn(f) + first,
+                                static_cast<std::size_t>(count) * sizeof(float),
+                                cudaMemcpyHostToDevice));
+    }
+    for (int c = 0; c < categorical_count; ++c) {
+      TFG_CUDA_CHECK(cudaMemcpy(codes.data() + c * count, features.CategoricalColumn(c) + first,
+                                static_cast<std::size_t>(count) * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice));
+    }
+    kernels::Predict(view, numeric.data(), codes.data(), count, outputs, init.data(),
+                     scores.data());
+    TFG_CUDA_CHECK(cudaMemcpy(raw.data() + first * outputs, scores.data(),
+                              static_cast<std::size_t>(count * outputs) * sizeof(double),
+                              cudaMemcpyDeviceToHost));
+  }
+  return true;
 }
 
 }  // namespace tabforge::gbm

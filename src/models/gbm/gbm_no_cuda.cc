@@ -14,4 +14,12 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& /*setup*/, 
   return nullptr;
 }
 
+bool DevicePredictRaw(const tree::CompactForest& /*forest*/, const tree::BinMapper& /*mapper*/,
+                      const features::FeatureMatrix& /*features*/, int /*outputs*/,
+                      const std::vector<double>& /*init_score*/, int /*device_id*/,
+                      double /*memory_fraction*/, std::vector<double>& /*raw*/, std::string& why) {
+  why = "this tabforge was built without CUDA";
+  return false;
+}
+
 }  // namespace tabforge::gbm

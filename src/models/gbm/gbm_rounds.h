@@ -15,6 +15,7 @@
 #include "models/gbm/gbm.h"
 #include "models/gbm/gbm_objective.h"
 #include "models/tree/binning.h"
+#include "models/tree/compact_forest.h"
 #include "models/tree/grower.h"
 #include "models/tree/row_groups.h"
 #include "models/tree/tree.h"
@@ -85,5 +86,20 @@ std::int64_t EstimateDeviceBytes(const RoundSetup& setup);
 // CPU. `device` receives "cuda:ID NAME" and `reserved` the bytes reserved.
 std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std::string& why,
                                                    std::string& device, std::int64_t& reserved);
+
+// Raw scores of every row of `features` computed on CUDA device `device_id` with at most
+// `memory_fraction` of its free memory: raw[row * outputs + k] = init_score[k] plus the leaf
+// values of trees k, k + outputs, ... added in tree order, which is GbmModel's CPU sum, so the
+// doubles are the same. Returns false, with the reason in `why`, when it did not run (a
+// CPU-only build, no usable device, more than kMaxDeviceOutputs outputs).
+inline constexpr int kMaxDeviceOutputs = 64;
+// GbmModel::PredictRaw sends batches of at least this many (row, tree) pairs to the GPU when the
+// model's device is "cuda": smaller ones cost less on the CPU than the device's set-up (a
+// 16-thread CPU scores about 1e9 pairs a second).
+inline constexpr std::int64_t kDevicePredictWork = 20'000'000;
+bool DevicePredictRaw(const tree::CompactForest& forest, const tree::BinMapper& mapper,
+                      const features::FeatureMatrix& features, int outputs,
+                      const std::vector<double>& init_score, int device_id, double memory_fraction,
+                      std::vector<double>& raw, std::string& why);
 
 }  // namespace tabforge::gbm

@@ -15,6 +15,24 @@ namespace tabforge::tree {
 
 class CompactForest {
  public:
+  static constexpr std::int32_t kCategorical = 1 << 30;
+  static constexpr std::int32_t kDefaultLeft = 1 << 29;
+  static constexpr std::int32_t kFeatureMask = kDefaultLeft - 1;
+  struct Node {
+    std::int32_t feature = 0;  // index | kCategorical | kDefaultLeft
+    union {
+      float threshold;       // numeric: values <= threshold go left
+      std::int32_t payload;  // categorical: index into categories()
+    };
+    std::int32_t left = 0;  // >= 0 a node of nodes(), < 0 the leaf ~child of leaves()
+    std::int32_t right = 0;
+  };
+  struct Categories {
+    std::int32_t begin = 0;  // words [begin, end) of bits(): bit b set = bin b goes left
+    std::int32_t end = 0;
+  };
+  static_assert(sizeof(Node) == 16);
+
   // Lays out `trees` (their features index `mapper`'s: numeric first, then categorical). The
   // forest keeps no reference to `mapper`; Value takes it again.
   void Build(const std::vector<Tree>& trees, const BinMapper& mapper);
@@ -54,6 +72,14 @@ class CompactForest {
     return left ? node.left : node.right;
   }
 
+  // The layout itself (the CUDA predictor copies it to the device).
+  int numeric_count() const { return numeric_count_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<std::int32_t>& roots() const { return roots_; }
+  const std::vector<double>& leaves() const { return leaves_; }
+  const std::vector<Categories>& categories() const { return categories_; }
+  const std::vector<std::uint32_t>& bits() const { return bits_; }
+
   // The leaf value of that leaf.
   template <typename Numeric, typename Code>
   double Value(int tree, const BinMapper& mapper, const Numeric& numeric, const Code& code) const {
@@ -61,24 +87,6 @@ class CompactForest {
   }
 
  private:
-  static constexpr std::int32_t kCategorical = 1 << 30;
-  static constexpr std::int32_t kDefaultLeft = 1 << 29;
-  static constexpr std::int32_t kFeatureMask = kDefaultLeft - 1;
-  struct Node {
-    std::int32_t feature = 0;  // index | kCategorical | kDefaultLeft
-    union {
-      float threshold;       // numeric: values <= threshold go left
-      std::int32_t payload;  // categorical: index into categories_
-    };
-    std::int32_t left = 0;  // >= 0 a node of nodes_, < 0 the leaf ~child of leaves_
-    std::int32_t right = 0;
-  };
-  struct Categories {
-    std::int32_t begin = 0;  // words [begin, end) of bits_: bit b set = bin b goes left
-    std::int32_t end = 0;
-  };
-  static_assert(sizeof(Node) == 16);
-
   int numeric_count_ = 0;
   std::vector<Node> nodes_;
   std::vector<std::int32_t> roots_;  // per tree: a node, or ~leaf for a single-leaf tree

@@ -3,6 +3,7 @@
 // where no usable CUDA device is present.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "core/random.h"
@@ -144,6 +145,46 @@ TEST(GbmCuda, RegressionObjectivesMatchTheCpu) {
   params.objective = "huber";
   params.alpha = 20000;
   ExpectSameModel(problem, params, "california_housing, Huber");
+}
+
+// GPU prediction against the CPU's: the same doubles for every row, with missing values and
+// unknown categorical codes among them.
+void ExpectSamePredictions(const GbmModel& model, features::FeatureMatrix rows,
+                           const std::string& what) {
+  for (std::int64_t row = 0; row < rows.num_rows; row += 7) {
+    if (rows.num_numeric() > 0)
+      rows.numeric[(row % rows.num_numeric()) * rows.num_rows + row] = NAN;
+    if (rows.num_categorical() > 0) {
+      const std::int64_t at = (row % rows.num_categorical()) * rows.num_rows + row;
+      rows.categorical[at] = row % 2 == 0 ? -1 : 100000;  // missing, never seen
+    }
+  }
+  std::vector<double> device_raw;
+  std::string why;
+  ASSERT_TRUE(model.PredictRawOnDevice(rows, device_raw, why)) << what << ": " << why;
+  const std::vector<double> cpu_raw = model.PredictRaw(rows, 0);
+  ASSERT_EQ(device_raw.size(), cpu_raw.size()) << what;
+  for (std::size_t at = 0; at < cpu_raw.size(); ++at) {
+    ASSERT_EQ(device_raw[at], cpu_raw[at]) << what << ", cell " << at;
+  }
+}
+
+TEST(GbmCuda, PredictionsMatchTheCpu) {
+  TFG_REQUIRE_GPU();
+  TFG_REQUIRE_DATASETS();
+  const Problem adult = LoadAdult();
+  GbmParams params;
+  params.num_iterations = 60;
+  params.max_cat_to_onehot = 8;  // categorical bitsets of several categories
+  const GbmModel binary = GbmModel::Fit(adult.features, adult.labels, {}, nullptr, {}, params, 0);
+  ExpectSamePredictions(binary, adult.features, "Adult");
+  const Problem synthetic = MakeSynthetic(50000, 12, 3);
+  params.objective = "multiclass";
+  params.num_class = 3;
+  params.num_iterations = 20;
+  const GbmModel multiclass =
+      GbmModel::Fit(synthetic.features, synthetic.labels, {}, nullptr, {}, params, 0);
+  ExpectSamePredictions(multiclass, synthetic.features, "synthetic multiclass");
 }
 
 TEST(GbmCuda, MissingDeviceOrdinalFallsBackWithTheReason) {
