@@ -8,7 +8,8 @@
 #
 # Prints the GPU, the parity tests' lines, GBM training on 1M and 10M synthetic rows (500
 # rounds, 255 leaves; base and current binaries alternately), the GPU against the CPU backend
-# with 16 threads (10M rows, 50 rounds, same model hash expected), KNN on the GPU against the
+# with 16 threads (10M rows, 50 rounds, same model hash expected; predict_seconds: the 2.5M test
+# rows on the GPU for a CUDA model, on the CPU for the other), KNN on the GPU against the
 # CPU (1M references, 100k queries; the GPU's prediction twice: the first pays for the CUDA
 # context), the device's copy bandwidth and the histogram kernels' effective bandwidth (Nsight
 # Compute, 10M rows, 20 rounds).
@@ -21,7 +22,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 for test in gbm_cuda_test knn_cuda_test linear_cuda_test; do
   timeout 300 ./run "$test" 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is"
 done
-fields='"train_seconds":[0-9.]*\|"upload_seconds":[0-9.]*\|"bin_seconds":[0-9.]*\|"device_batches":[0-9]*\|"roc_auc":[0-9.]*\|"model_sha256":"[0-9a-f]\{12\}\|"device":"[^"]*"\|rror.*'
+fields='"train_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"upload_seconds":[0-9.]*\|"bin_seconds":[0-9.]*\|"device_batches":[0-9]*\|"roc_auc":[0-9.]*\|"model_sha256":"[0-9a-f]\{12\}\|"device":"[^"]*"\|rror.*'
 benches=gbm_bench
 [ -x bin/gbm_bench_base ] && benches="gbm_bench_base gbm_bench"
 params='{"num_leaves":255,"num_iterations":500}'
