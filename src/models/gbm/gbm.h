@@ -142,6 +142,8 @@ class GbmModel {
   const FitReport& report() const { return report_; }
   const std::vector<tree::Tree>& trees() const { return trees_; }
   const tree::BinMapper& mapper() const { return mapper_; }
+  const tree::CompactForest& forest() const { return forest_; }  // trees() laid out to predict
+  const std::vector<double>& init_score() const { return init_score_; }
   // Split counts and gains per feature (numeric features first, then categorical).
   void FeatureImportance(std::vector<double>& splits, std::vector<double>& gains) const;
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <cstring>
 
 #include "core/error.h"
@@ -14,6 +13,7 @@
 #include "device/cuda_device.h"
 #include "models/gbm/gbm_kernels.h"
 #include "models/gbm/gbm_predict_kernels.h"
+#include "models/gbm/gbm_predict_tables.h"
 #include "models/gbm/gbm_rounds.h"
 #include "models/tree/device_grower.h"
 #include "models/tree/device_kernels.h"
@@ -230,25 +230,6 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std:
   }
 }
 
-// The GPU predictor reads CompactForest's arrays as its own types.
-using Forest = tree::CompactForest;
-static_assert(sizeof(Forest::Node) == sizeof(kernels::ForestNode) &&
-                  offsetof(Forest::Node, feature) == offsetof(kernels::ForestNode, feature) &&
-                  offsetof(Forest::Node, threshold) == offsetof(kernels::ForestNode, threshold) &&
-                  offsetof(Forest::Node, left) == offsetof(kernels::ForestNode, left) &&
-                  offsetof(Forest::Node, right) == offsetof(kernels::ForestNode, right),
-              "a forest node's layout on the device");
-static_assert(sizeof(Forest::Categories) == sizeof(kernels::ForestCategories) &&
-                  offsetof(Forest::Categories, begin) ==
-                      offsetof(kernels::ForestCategories, begin) &&
-                  offsetof(Forest::Categories, end) == offsetof(kernels::ForestCategories, end),
-              "a category range's layout on the device");
-static_assert(Forest::kCategorical == kernels::kNodeCategorical &&
-                  Forest::kDefaultLeft == kernels::kNodeDefaultLeft &&
-                  Forest::kFeatureMask == kernels::kNodeFeatureMask,
-              "a forest node's feature bits on the device");
-static_assert(kMaxDeviceOutputs == kernels::kMaxPredictOutputs, "outputs the kernel sums");
-
 bool DevicePredictRaw(const tree::CompactForest& forest, const tree::BinMapper& mapper,
                       const features::FeatureMatrix& features, int outputs,
                       const std::vector<double>& init_score, int device_id, double memory_fraction,
@@ -263,26 +244,17 @@ bool DevicePredictRaw(const tree::CompactForest& forest, const tree::BinMapper& 
     why = info.problem;
     return false;
   }
-  const int numeric_count = forest.numeric_count();
-  const int categorical_count = mapper.num_features() - numeric_count;
+  const ForestTables tables = ForestTables::Of(forest, mapper);
+  const int numeric_count = tables.numeric_count;
+  const int categorical_count = tables.categorical_count;
   TFG_CHECK(
       features.num_numeric() >= numeric_count && features.num_categorical() >= categorical_count,
       "the rows have {} numeric and {} categorical features, the model {} and {}",
       features.num_numeric(), features.num_categorical(), numeric_count, categorical_count);
-  // The categorical features' code tables, end to end.
-  std::vector<std::uint16_t> code_bins;
-  std::vector<std::int32_t> code_begin = {0};
-  std::vector<std::int32_t> other_bin;
-  for (int c = 0; c < categorical_count; ++c) {
-    const tree::FeatureBins& bins = mapper.feature(numeric_count + c);
-    code_bins.insert(code_bins.end(), bins.code_to_bin.begin(), bins.code_to_bin.end());
-    code_begin.push_back(static_cast<std::int32_t>(code_bins.size()));
-    other_bin.push_back(bins.other_bin);
-  }
-  const std::int64_t forest_bytes =
-      std::int64_t(forest.nodes().size() * sizeof(kernels::ForestNode) + forest.roots().size() * 4 +
-                   forest.leaves().size() * 8 + forest.categories().size() * 8 +
-                   forest.bits().size() * 4 + code_bins.size() * 2 + code_begin.size() * 8);
+  const std::int64_t forest_bytes = std::int64_t(
+      forest.nodes().size() * sizeof(kernels::ForestNode) + forest.roots().size() * 4 +
+      forest.leaves().size() * 8 + forest.categories().size() * 8 + forest.bits().size() * 4 +
+      tables.code_bins.size() * 2 + tables.code_begin.size() * 8);
   const std::int64_t row_bytes =
       4 * std::int64_t(numeric_count + categorical_count) + 8 * std::int64_t(outputs);
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
@@ -307,17 +279,14 @@ bool DevicePredictRaw(const tree::CompactForest& forest, const tree::BinMapper& 
   DeviceArray<std::int32_t> device_code_begin;
   DeviceArray<std::int32_t> device_other_bin;
   DeviceArray<double> init;
-  // The forest's own node and category arrays go up as the kernel's types (same layout).
-  Upload(nodes, reinterpret_cast<const kernels::ForestNode*>(forest.nodes().data()),
-         forest.nodes().size());
+  Upload(nodes, ForestTables::Nodes(forest), forest.nodes().size());
   Upload(roots, forest.roots().data(), forest.roots().size());
   Upload(leaves, forest.leaves().data(), forest.leaves().size());
-  Upload(categories, reinterpret_cast<const kernels::ForestCategories*>(forest.categories().data()),
-         forest.categories().size());
+  Upload(categories, ForestTables::Categories(forest), forest.categories().size());
   Upload(bits, forest.bits().data(), forest.bits().size());
-  Upload(device_code_bins, code_bins.data(), code_bins.size());
-  Upload(device_code_begin, code_begin.data(), code_begin.size());
-  Upload(device_other_bin, other_bin.data(), other_bin.size());
+  Upload(device_code_bins, tables.code_bins.data(), tables.code_bins.size());
+  Upload(device_code_begin, tables.code_begin.data(), tables.code_begin.size());
+  Upload(device_other_bin, tables.other_bin.data(), tables.other_bin.size());
   Upload(init, init_score.data(), init_score.size());
   const kernels::DeviceForest view{nodes.data(),
                                    roots.data(),

@@ -1,8 +1,16 @@
-// The GPU predictor's kernel (gbm_predict.cu), called by DevicePredictRaw (gbm_cuda.cc). Plain
-// C++17 (the kernels' dialect): device pointers, sizes and POD parameters only.
+// The GPU predictor's kernel (gbm_predict.cu), called by DevicePredictRaw (gbm_cuda.cc), and
+// the row scoring it runs, which host code can run too (gbm_predict_tables.h builds the arrays;
+// a CPU test checks ScoreRow against GbmModel::PredictRaw). Plain C++17 (the kernels'
+// dialect): pointers, sizes and POD parameters only.
 #pragma once
 
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define TFG_HOST_DEVICE __host__ __device__
+#else
+#define TFG_HOST_DEVICE
+#endif
 
 namespace tabforge::gbm::kernels {
 
@@ -44,9 +52,43 @@ struct DeviceForest {
 // The most outputs (trees per round) the kernel sums per row.
 inline constexpr int kMaxPredictOutputs = 64;
 
-// raw[row * outputs + k] = init[k] plus the leaf values of trees k, k + outputs, ... in tree
-// order, for rows [0, rows) whose columns are numeric[f * rows + r] (NaN: missing) and
-// codes[c * rows + r]; CompactForest::Next's rules. One thread per row.
+// Row `row` of a block of `rows` rows whose columns are numeric[f * rows + r] (NaN: missing) and
+// codes[c * rows + r]: sums[k] = init[k] plus the leaf values of trees k, k + outputs, ... added
+// in tree order (GbmModel::PredictRaw's sums), by CompactForest::Next's rules: NaN goes the
+// node's default way, values <= threshold left; a category goes left when its bin's bit is set.
+TFG_HOST_DEVICE inline void ScoreRow(const DeviceForest& forest, const float* numeric,
+                                     const std::int32_t* codes, std::int64_t rows, std::int64_t row,
+                                     int outputs, const double* init, double* sums) {
+  for (int k = 0; k < outputs; ++k) sums[k] = init[k];
+  int k = 0;
+  for (int tree = 0; tree < forest.trees; ++tree) {
+    std::int32_t at = forest.roots[tree];
+    while (at >= 0) {
+      const ForestNode node = forest.nodes[at];
+      bool left;
+      if (node.feature & kNodeCategorical) {
+        const int c = (node.feature & kNodeFeatureMask) - forest.numeric_count;
+        const std::int32_t code = codes[c * rows + row];
+        const std::int32_t begin = forest.code_begin[c];
+        const std::int32_t size = forest.code_begin[c + 1] - begin;
+        const int bin =
+            code < 0 || code >= size ? forest.other_bin[c] : int(forest.code_bins[begin + code]);
+        const ForestCategories categories = forest.categories[node.payload];
+        const std::int32_t word = categories.begin + bin / 32;
+        left = word < categories.end && ((forest.bits[word] >> (bin % 32)) & 1u);
+      } else {
+        const float value = numeric[std::int64_t(node.feature & kNodeFeatureMask) * rows + row];
+        const bool missing = value != value;  // NaN
+        left = missing ? (node.feature & kNodeDefaultLeft) != 0 : value <= node.threshold;
+      }
+      at = left ? node.left : node.right;
+    }
+    sums[k] += forest.leaves[~at];
+    k = k + 1 == outputs ? 0 : k + 1;
+  }
+}
+
+// raw[row * outputs + k] = ScoreRow's sums for rows [0, rows), one thread per row.
 void Predict(const DeviceForest& forest, const float* numeric, const std::int32_t* codes,
              std::int64_t rows, int outputs, const double* init, double* raw);
 

@@ -14,6 +14,7 @@
 
 #include "models/gbm/gbm.h"
 #include "models/gbm/gbm_objective.h"
+#include "models/gbm/gbm_predict_kernels.h"
 #include "models/tree/binning.h"
 #include "models/tree/compact_forest.h"
 #include "models/tree/grower.h"
@@ -92,7 +93,7 @@ std::unique_ptr<RoundTrainer> MakeCudaRoundTrainer(const RoundSetup& setup, std:
 // values of trees k, k + outputs, ... added in tree order, which is GbmModel's CPU sum, so the
 // doubles are the same. Returns false, with the reason in `why`, when it did not run (a
 // CPU-only build, no usable device, more than kMaxDeviceOutputs outputs).
-inline constexpr int kMaxDeviceOutputs = 64;
+inline constexpr int kMaxDeviceOutputs = kernels::kMaxPredictOutputs;
 // GbmModel::PredictRaw sends batches of at least this many (row, tree) pairs to the GPU when the
 // model's device is "cuda": smaller ones cost less on the CPU than the device's set-up (a
 // 16-thread CPU scores about 1e9 pairs a second).

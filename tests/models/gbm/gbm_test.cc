@@ -17,6 +17,7 @@
 #include "data/table.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
+#include "models/gbm/gbm_predict_tables.h"
 #include "test_support.h"
 
 namespace tabforge::gbm {
@@ -303,6 +304,73 @@ TEST(Gbm, AdultTestAuc) {
     model.PredictRowRaw(values.data(), codes.data(), &one);
     ASSERT_EQ(one, raw[row]) << "row " << row;
   }
+}
+
+// The GPU predictor's row scoring (kernels::ScoreRow over the arrays DevicePredictRaw uploads,
+// run here on the host) gives PredictRaw's doubles, with missing values, missing codes and codes
+// beyond the features' tables among the rows.
+void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows,
+                             const std::string& what) {
+  for (std::int64_t row = 0; row < rows.num_rows; row += 5) {
+    if (rows.num_numeric() > 0) {
+      rows.numeric[(row % rows.num_numeric()) * rows.num_rows + row] = NAN;
+    }
+    if (rows.num_categorical() > 0) {
+      // Missing, one past the feature's code table, far past it.
+      const int feature = static_cast<int>(row % rows.num_categorical());
+      const auto table = static_cast<std::int32_t>(
+          model.mapper().feature(rows.num_numeric() + feature).code_to_bin.size());
+      const std::int32_t codes[3] = {-1, table, 100000};
+      rows.categorical[feature * rows.num_rows + row] = codes[row % 3];
+    }
+  }
+  const ForestTables tables = ForestTables::Of(model.forest(), model.mapper());
+  const kernels::DeviceForest view = tables.HostView(model.forest());
+  const std::vector<double> raw = model.PredictRaw(rows, 2);
+  const int outputs = model.num_outputs();
+  std::vector<double> sums(static_cast<std::size_t>(outputs));
+  for (std::int64_t row = 0; row < rows.num_rows; ++row) {
+    kernels::ScoreRow(view, rows.numeric.data(), rows.categorical.data(), rows.num_rows, row,
+                      outputs, model.init_score().data(), sums.data());
+    for (int k = 0; k < outputs; ++k) {
+      ASSERT_EQ(sums[k], raw[row * outputs + k]) << what << ", row " << row << " output " << k;
+    }
+  }
+}
+
+TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
+  TFG_REQUIRE_DATASETS();
+  data::Table adult = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
+  const features::FeatureMatrix adult_rows =
+      features::FeaturePipeline::Fit(adult, "class").Transform(adult);
+  std::vector<double> adult_labels;
+  const data::Column& adult_class = adult.ColumnByName("class");
+  for (std::int64_t row = 0; row < adult.num_rows(); ++row) {
+    adult_labels.push_back(adult_class.CellText(row) == ">50K" ? 1.0 : 0.0);
+  }
+  GbmParams params;
+  params.num_iterations = 40;
+  params.max_cat_to_onehot = 8;  // bitsets of several categories
+  ExpectRowScoringMatches(GbmModel::Fit(adult_rows, adult_labels, {}, nullptr, {}, params, 0),
+                          adult_rows, "Adult");
+
+  data::Table letter = data::ReadCsv(testing::DatasetPath("letter.csv.gz"));
+  const data::LabelSummary summary = data::AnalyzeLabel(letter, "lettr");
+  const features::FeatureMatrix letter_rows =
+      features::FeaturePipeline::Fit(letter, "lettr").Transform(letter);
+  std::vector<double> letter_labels;
+  const data::Column& letter_class = letter.ColumnByName("lettr");
+  for (std::int64_t row = 0; row < letter.num_rows(); ++row) {
+    letter_labels.push_back(double(
+        std::find(summary.classes.begin(), summary.classes.end(), letter_class.CellText(row)) -
+        summary.classes.begin()));
+  }
+  params = GbmParams{};
+  params.objective = "multiclass";
+  params.num_class = 26;
+  params.num_iterations = 8;
+  ExpectRowScoringMatches(GbmModel::Fit(letter_rows, letter_labels, {}, nullptr, {}, params, 0),
+                          letter_rows, "letter, 26 outputs");
 }
 
 TEST(Gbm, LetterMulticlass) {
