@@ -528,17 +528,14 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   const int outputs = num_outputs_;
   const int trees = forest_.num_trees();
   // A model set to the GPU (device "cuda") scores large batches there, with the same sums as
-  // below; small ones, or any the device cannot take, stay on the CPU.
+  // below; small ones, or any the device cannot take (no usable device, too little memory),
+  // stay on the CPU.
   if (params_.device != "cpu" && rows * trees >= kDevicePredictWork) {
     std::vector<double> raw;
     std::string why;
-    try {
-      if (DevicePredictRaw(forest_, mapper_, features, outputs, init_score_, params_.gpu_device_id,
-                           params_.gpu_memory_fraction, raw, why)) {
-        return raw;
-      }
-    } catch (const CudaError&) {
-      // A device failure (out of memory, a lost device) leaves the CPU to score the rows.
+    if (DevicePredictRaw(forest_, mapper_, features, outputs, init_score_, params_.gpu_device_id,
+                         params_.gpu_memory_fraction, raw, why)) {
+      return raw;
     }
   }
   std::vector<double> raw(static_cast<std::size_t>(rows * outputs));

@@ -6,11 +6,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TFG_HOST_DEVICE __host__ __device__
-#else
-#define TFG_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace tabforge::gbm::kernels {
 
