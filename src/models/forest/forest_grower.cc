@@ -483,12 +483,13 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     if (largest >= total_weight) return best;  // pure
   }
   const double parent_score = Score(parent);
-  // Features in a random order (Fisher-Yates, drawn as far as needed).
+  // Features in a random order (Fisher-Yates, drawn as far as needed). As in scikit-learn,
+  // max_features counts the features drawn, constant ones included; the search goes on past it
+  // until a valid split is found.
   const int features = static_cast<int>(feature_order_.size());
   for (int feature = 0; feature < features; ++feature) feature_order_[feature] = feature;
-  int varying = 0;
   for (int at = 0; at < features; ++at) {
-    if (varying >= spec_.features_per_node && best.split.valid()) break;
+    if (at >= spec_.features_per_node && best.split.valid()) break;
     const std::uint64_t pick =
         at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
     std::swap(feature_order_[at], feature_order_[pick]);
@@ -498,11 +499,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
         spec_.extra_trees && !data_.mapper->feature(feature).categorical
             ? TryExtraTreesNumeric(feature, begin, end, parent, parent_score, node_key, best)
             : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
-    if (varies) {
-      ++varying;
-    } else {
-      constant[feature] = 1;
-    }
+    if (!varies) constant[feature] = 1;
   }
   if (best.split.valid()) {
     // scikit-learn's min_impurity_decrease: the weighted impurity decrease per root weight;
