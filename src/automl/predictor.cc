@@ -601,8 +601,11 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
           return models::GetFamily(config.family).create(config.params_json, task);
         };
         if (bagged) {
-          ensemble::BagResult bag = ensemble::FitBagged(make, config.family, train_level, y,
-                                                        {fold_sets[0]}, folds, task, fit_context);
+          // Out-of-bag and leave-one-out predictions stand in for folds on the first level
+          // only (see FitBagged).
+          ensemble::BagResult bag =
+              ensemble::FitBagged(make, config.family, train_level, y, {fold_sets[0]}, folds, task,
+                                  fit_context, 0, level == 1);
           entry.fit_time = watch.Seconds();
           entry.group = std::move(bag.group);
           entry.val_predictions = std::move(bag.out_of_fold);
@@ -675,7 +678,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
           };
           ensemble::BagResult bag =
               ensemble::FitBagged(make, config->family, train_level, y, {fold_sets[set]}, folds,
-                                  task, fit_context, set);
+                                  task, fit_context, set, level == 1);
           for (std::size_t i = 0; i < entry.val_predictions.size(); ++i) {
             entry.val_predictions[i] =
                 (entry.val_predictions[i] * set + bag.out_of_fold[i]) / double(set + 1);

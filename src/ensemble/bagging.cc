@@ -100,7 +100,8 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,
                     const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
-                    const models::Task& task, const models::FitContext& context, int first_set) {
+                    const models::Task& task, const models::FitContext& context, int first_set,
+                    bool own_out_of_fold) {
   const std::int64_t rows = train.num_rows;
   const int outputs = task.outputs();
   BagResult result;
@@ -108,7 +109,7 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
   std::vector<std::unique_ptr<models::Model>> members;
   // A model that predicts its own training rows without them (out-of-bag, leave-one-out)
   // trains once on every row instead of once per fold (AutoGluon's use_child_oof).
-  if (std::unique_ptr<models::Model> whole = make(); whole->HasOutOfFold()) {
+  if (std::unique_ptr<models::Model> whole = make(); own_out_of_fold && whole->HasOutOfFold()) {
     result.out_of_fold = whole->FitOutOfFold(train, labels, context);
     TFG_CHECK(result.out_of_fold.size() == static_cast<std::size_t>(rows * outputs),
               "{} out-of-fold predictions for {} rows x {} outputs", result.out_of_fold.size(),

@@ -52,14 +52,16 @@ struct BagResult {
 // Trains the bag. `fold_sets[s][row]` is the row's fold in set s (see AssignFolds), and set s
 // is set first_set + s of the fit (its fold models' seeds follow from that number); `make`
 // creates a fresh model of the configuration. Each fold gets an equal share of the time left
-// before the context's deadline. A model with its own out-of-fold predictions
-// (Model::HasOutOfFold: forests' out-of-bag rows, KNN's leave-one-out) is trained once on
-// every row instead, and the bag holds that one model. Errors of a fold propagate (the caller
-// records them).
+// before the context's deadline. With `own_out_of_fold`, a model with its own out-of-fold
+// predictions (Model::HasOutOfFold: forests' out-of-bag rows, KNN's leave-one-out) is trained
+// once on every row instead, and the bag holds that one model (stacked levels pass false:
+// there the other rows' features carry each row's label through the level below, and
+// out-of-bag scores come out optimistic). Errors of a fold propagate (the caller records them).
 BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,
                     const std::vector<std::vector<std::int32_t>>& fold_sets, int folds,
-                    const models::Task& task, const models::FitContext& context, int first_set = 0);
+                    const models::Task& task, const models::FitContext& context, int first_set = 0,
+                    bool own_out_of_fold = true);
 
 }  // namespace tabforge::ensemble

@@ -208,6 +208,11 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
   EXPECT_EQ(bag.group.members().size(), 1u);
   ASSERT_EQ(bag.out_of_fold.size(), 1500u * 3u);
   EXPECT_GT(metrics::Score("accuracy", data.labels, {bag.out_of_fold, 3}), 0.75);
+  // Stacked levels bag even forests fold by fold (their out-of-bag rows would be optimistic).
+  const ensemble::BagResult folded = ensemble::FitBagged(make, "RF", data.features, data.labels,
+                                                         folds, 5, task, context, 0, false);
+  EXPECT_EQ(folded.group.members().size(), 5u);
+  EXPECT_GT(metrics::Score("accuracy", data.labels, {folded.out_of_fold, 3}), 0.75);
   // XT bootstraps by default too (AutoGluon's XT); without bootstrap every tree sees every row,
   // so it is bagged fold by fold.
   for (const bool bootstrap : {true, false}) {
