@@ -32,8 +32,10 @@ struct ForestParams {
   // (regression; mse is an alias).
   Criterion criterion = Criterion::kGini;
   int n_estimators = 300;  // trees
-  // Features tried per node: "sqrt", "log2", a fraction in (0, 1] ("0.5") or a count ("7").
-  // Empty: sqrt for classification, every feature for regression (scikit-learn's defaults).
+  // Features drawn per node: "sqrt", "log2", a fraction in (0, 1] ("0.5") or a count ("7").
+  // Empty: sqrt for classification, every feature for regression (scikit-learn's defaults). As
+  // in scikit-learn, features constant in the node count among those drawn, and more are drawn
+  // only while no valid split has been found.
   std::string max_features;
   int max_depth = 0;                   // depth limit; 0 means none (scikit-learn's None)
   std::int64_t min_samples_split = 2;  // rows a node needs to be split
