@@ -138,6 +138,7 @@ BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
       fold_context.seed =
           context.seed + std::uint64_t(first_set + set) * folds + std::uint64_t(fold);
       std::unique_ptr<models::Model> model = make();
+      if (!own_out_of_fold && model->HasOutOfFold()) model->ShareAmongFolds(folds);
       model->Fit(fit, fit_labels, &held, held_labels, fold_context);
       Stopwatch predict_watch;
       const std::vector<double> predicted = model->Predict(held, context.threads);

@@ -56,7 +56,9 @@ struct BagResult {
 // predictions (Model::HasOutOfFold: forests' out-of-bag rows, KNN's leave-one-out) is trained
 // once on every row instead, and the bag holds that one model (stacked levels pass false:
 // there the other rows' features carry each row's label through the level below, and
-// out-of-bag scores come out optimistic). Errors of a fold propagate (the caller records them).
+// out-of-bag scores come out optimistic; such a model is then bagged by folds, each fold model
+// taking its Model::ShareAmongFolds share). Errors of a fold propagate (the caller records
+// them).
 BagResult FitBagged(const std::function<std::unique_ptr<models::Model>()>& make,
                     const std::string& family, const features::FeatureMatrix& train,
                     std::span<const double> labels,

@@ -75,6 +75,11 @@ class Model {
   virtual std::vector<double> FitOutOfFold(const features::FeatureMatrix& train,
                                            std::span<const double> labels,
                                            const FitContext& context);
+  // Called before Fit on each fold model when a model with its own out-of-fold predictions is
+  // bagged fold by fold all the same (stacked levels: see ensemble::FitBagged): it may take a
+  // 1/folds share of an ensemble of its own, so the bag costs about one model (forests grow
+  // ceil(n_estimators / folds) trees each). The default keeps the model as it is.
+  virtual void ShareAmongFolds(int /*folds*/) {}
   // An unfitted copy with the same hyperparameters that trains for exactly `iterations`
   // without validation (refit on all data); families that are not iterative ignore it.
   virtual std::unique_ptr<Model> CloneForRefit(int iterations) const = 0;

@@ -1,5 +1,7 @@
 #include "models/forest/forest_family.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/timer.h"
 #include "models/forest/forest.h"
@@ -21,6 +23,10 @@ class ForestFamilyModel final : public models::Model {
   }
 
   bool HasOutOfFold() const override { return params_.bootstrap; }
+
+  void ShareAmongFolds(int folds) override {
+    params_.n_estimators = std::max(1, (params_.n_estimators + folds - 1) / std::max(folds, 1));
+  }
 
   std::vector<double> FitOutOfFold(const features::FeatureMatrix& train,
                                    std::span<const double> labels,

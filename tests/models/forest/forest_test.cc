@@ -212,7 +212,10 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
   const ensemble::BagResult folded = ensemble::FitBagged(make, "RF", data.features, data.labels,
                                                          folds, 5, task, context, 0, false);
   EXPECT_EQ(folded.group.members().size(), 5u);
-  EXPECT_GT(metrics::Score("accuracy", data.labels, {folded.out_of_fold, 3}), 0.75);
+  // Each fold forest takes a fifth of the trees: the bag costs about one forest.
+  for (const auto& member : folded.group.members()) EXPECT_EQ(member->Info().iterations, 6);
+  // Out-of-fold rows are predicted by 6-tree forests here: well above chance all the same.
+  EXPECT_GT(metrics::Score("accuracy", data.labels, {folded.out_of_fold, 3}), 0.65);
   // XT bootstraps by default too (AutoGluon's XT); without bootstrap every tree sees every row,
   // so it is bagged fold by fold.
   for (const bool bootstrap : {true, false}) {
