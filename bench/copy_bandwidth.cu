@@ -65,9 +65,10 @@ int main(int argc, char** argv) {
     rates.push_back(2.0 * static_cast<double>(bytes) / (1e-3 * milliseconds));
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("{\"device\":\"%s\",\"buffer_bytes\":%zu,\"repeats\":%ld,"
-              "\"copy_bytes_per_second\":%.4g}\n",
-              properties.name, bytes, repeats, rates[rates.size() / 2]);
+  std::printf(
+      "{\"device\":\"%s\",\"buffer_bytes\":%zu,\"repeats\":%ld,"
+      "\"copy_bytes_per_second\":%.4g}\n",
+      properties.name, bytes, repeats, rates[rates.size() / 2]);
   cudaFree(source);
   cudaFree(target);
   return 0;

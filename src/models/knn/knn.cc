@@ -13,6 +13,7 @@
 #include "core/timer.h"
 #include "models/dense_encoder.h"
 #include "models/knn/knn_dots.h"
+#include "models/knn/knn_list.h"
 #include "models/knn/knn_search.h"
 #include "models/param_json.h"
 
@@ -138,19 +139,6 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
   Context context;
   context.num_threads = threads;
   const std::int64_t blocks = (queries + kQueryBlock - 1) / kQueryBlock;
-  // Merges candidate `candidate` at squared distance `distance` into a query's sorted list;
-  // references arrive in ascending order, so an equal distance never displaces.
-  auto offer = [keep](std::int32_t* best, float* best_distance, float distance,
-                      std::int64_t candidate) {
-    int slot = keep - 1;
-    while (slot > 0 && distance < best_distance[slot - 1]) {
-      best_distance[slot] = best_distance[slot - 1];
-      best[slot] = best[slot - 1];
-      --slot;
-    }
-    best_distance[slot] = distance;
-    best[slot] = static_cast<std::int32_t>(candidate);
-  };
   // Offers query `row` the references [start, start + width) at squared distances `sum`.
   // Chunks with no distance under the list's worst are skipped after one count.
   auto select = [&](std::int64_t row, const float* sum, std::int64_t start, std::int64_t width) {
@@ -167,7 +155,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
         if (!(sum[at] < best_distance[keep - 1])) continue;
         const std::int64_t candidate = start + at;
         if (skip_self && candidate == row) continue;
-        offer(best, best_distance, sum[at], candidate);
+        InsertNeighbor(best_distance, best, keep, sum[at], candidate);
       }
     }
   };
@@ -231,7 +219,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
             const float* row_dots = dots.data() + at * width;
             float* sum = sums.data();
             for (std::int64_t column = 0; column < width; ++column) {
-              sum[column] = std::max(0.0f, query_norm + norms[column] - 2.0f * row_dots[column]);
+              sum[column] = SquaredDistance(query_norm, norms[column], row_dots[column]);
             }
             select(tile + at, sum, start, width);
           }

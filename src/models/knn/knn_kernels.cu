@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "device/cuda_check.h"
 #include "models/knn/knn_kernels.h"
+#include "models/knn/knn_list.h"
 #include "models/knn/knn_search.h"
 
 namespace tabforge::knn::kernels {
@@ -59,19 +60,9 @@ __global__ void SelectKernel(const float* dots, std::int64_t queries, std::int64
   auto consider = [&](std::int64_t column, float dot, float reference_norm) {
     const std::int64_t candidate = first_reference + column;
     if (skip_self && candidate == self) return;
-    // The CPU's formula: |q|^2 + |r|^2 - 2 q.r, clamped at 0.
-    float value = norm + reference_norm;
-    value = value - 2.0f * dot;
-    value = value > 0.0f ? value : 0.0f;
+    const float value = SquaredDistance(norm, reference_norm, dot);
     if (!(value < worst)) return;
-    int slot = k - 1;
-    while (slot > 0 && value < distance[slot - 1]) {
-      distance[slot] = distance[slot - 1];
-      index[slot] = index[slot - 1];
-      --slot;
-    }
-    distance[slot] = value;
-    index[slot] = static_cast<std::int32_t>(candidate);
+    InsertNeighbor(distance, index, k, value, candidate);
     worst = distance[k - 1];
   };
   // kAhead columns' loads are issued before any is compared: the loop is bound by the latency
@@ -158,19 +149,9 @@ __global__ void __launch_bounds__(kFusedThreads)
       }
       const std::int64_t candidate = start + r;
       if (skip_self && candidate == self) continue;
-      // The CPU's formula: |q|^2 + |r|^2 - 2 q.r, clamped at 0.
-      float value = norm + tile_norms[r];
-      value = value - 2.0f * dot;
-      value = value > 0.0f ? value : 0.0f;
+      const float value = SquaredDistance(norm, tile_norms[r], dot);
       if (!(value < worst)) continue;
-      int slot = k - 1;
-      while (slot > 0 && value < distance[slot - 1]) {
-        distance[slot] = distance[slot - 1];
-        index[slot] = index[slot - 1];
-        --slot;
-      }
-      distance[slot] = value;
-      index[slot] = static_cast<std::int32_t>(candidate);
+      InsertNeighbor(distance, index, k, value, candidate);
       worst = distance[k - 1];
     }
   }
