@@ -9,12 +9,14 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/serialize.h"
+#include "models/forest/forest_batch.h"
 #include "models/forest/forest_grower.h"
+#include "models/forest/forest_split.h"
 
 namespace tabforge::forest {
 namespace {
 
-constexpr std::uint64_t kBootstrapStream = 0x626f6f74;  // "boot"
+using kernels::kBootstrapStream;
 constexpr std::string_view kModelMagic = "tabforge-forest";
 constexpr std::uint32_t kModelVersion = 1;
 
@@ -104,49 +106,104 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   // Out-of-bag bookkeeping: which rows each tree trained on, one bit per row.
   std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
   const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
+  // Tree `tree_index`'s rows (distinct, ascending) and their counts; its in-bag bits when kept.
+  auto draw_rows = [&](int tree_index, std::vector<std::uint32_t>& counts,
+                       std::vector<std::int32_t>& tree_rows) {
+    tree_rows.clear();
+    if (params.bootstrap) {
+      Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
+      for (std::int64_t row = 0; row < rows; ++row) {
+        if (counts[row] > 0) tree_rows.push_back(static_cast<std::int32_t>(row));
+      }
+    } else {
+      counts.assign(static_cast<std::size_t>(rows), 1);
+      tree_rows.resize(static_cast<std::size_t>(rows));
+      for (std::int64_t row = 0; row < rows; ++row) tree_rows[row] = static_cast<std::int32_t>(row);
+    }
+    if (out_of_bag != nullptr) {
+      std::vector<std::uint64_t>& bits = in_bag[tree_index];
+      bits.assign(static_cast<std::size_t>((rows + 63) / 64), 0);
+      for (std::int32_t row : tree_rows) bits[row / 64] |= std::uint64_t(1) << (row % 64);
+    }
+  };
   std::atomic<bool> out_of_time{false};
   // An error in one tree stops the others and is rethrown here (exceptions cannot leave an
   // OpenMP region).
   std::exception_ptr failure;
   std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(thread_count)
-  {
-    ForestTreeGrower grower(data, spec);
-    std::vector<std::uint32_t> counts;
-    std::vector<std::int32_t> tree_rows;
-#pragma omp for schedule(dynamic, 1)
-    for (int tree_index = 0; tree_index < wanted; ++tree_index) {
-      // The first tree is always grown, so a model exists however short the time.
-      if (failed.load()) continue;
-      if (tree_index > 0 && (out_of_time.load() || deadline.Expired())) {
-        out_of_time.store(true);
-        continue;
+  bool on_device = false;
+  if (params.device != "cpu") {
+    // The GPU grows batches of trees (the trees the CPU would grow); a batch started is
+    // finished, the deadline is checked between batches.
+    BatchData batch;
+    batch.bins = &bins;
+    batch.mapper = &model.mapper_;
+    batch.classes = classes.data();
+    batch.spec = spec;
+    batch.seed = params.seed;
+    batch.draws = params.bootstrap ? draws : 0;
+    std::string why, device_name;
+    std::unique_ptr<BatchDevice> device;
+    if (regression) {
+      BatchGrowable(batch, why);
+    } else {
+      device = MakeCudaBatchDevice(batch, params.gpu_device_id, params.gpu_memory_fraction, why,
+                                   device_name);
+    }
+    if (device == nullptr) {
+      model.report_.device_note = "CUDA not used: " + why + "; the trees grew on the CPU";
+    } else {
+      on_device = true;
+      model.report_.device = device_name;
+      for (int first = 0; first < wanted; first += device->slots()) {
+        if (first > 0 && deadline.Expired()) break;
+        const int count = std::min(device->slots(), wanted - first);
+        std::vector<tree::Tree> batch_trees;
+        std::vector<std::vector<double>> batch_outputs;
+        GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs);
+        for (int at = 0; at < count; ++at) {
+          trees[first + at] = std::move(batch_trees[at]);
+          outputs[first + at] = std::move(batch_outputs[at]);
+          grown[first + at] = 1;
+        }
       }
-      try {
-        tree_rows.clear();
-        if (params.bootstrap) {
-          Bootstrap(params.seed, std::uint64_t(tree_index), rows, draws, counts);
-          for (std::int64_t row = 0; row < rows; ++row) {
-            if (counts[row] > 0) tree_rows.push_back(static_cast<std::int32_t>(row));
+      if (out_of_bag != nullptr) {
+#pragma omp parallel num_threads(thread_count)
+        {
+          std::vector<std::uint32_t> counts;
+          std::vector<std::int32_t> tree_rows;
+#pragma omp for schedule(dynamic, 1)
+          for (int tree_index = 0; tree_index < wanted; ++tree_index) {
+            if (grown[tree_index]) draw_rows(tree_index, counts, tree_rows);
           }
-        } else {
-          counts.assign(static_cast<std::size_t>(rows), 1);
-          tree_rows.resize(static_cast<std::size_t>(rows));
-          for (std::int64_t row = 0; row < rows; ++row)
-            tree_rows[row] = static_cast<std::int32_t>(row);
         }
-        if (out_of_bag != nullptr) {
-          std::vector<std::uint64_t>& bits = in_bag[tree_index];
-          bits.assign(static_cast<std::size_t>((rows + 63) / 64), 0);
-          for (std::int32_t row : tree_rows) bits[row / 64] |= std::uint64_t(1) << (row % 64);
+      }
+    }
+  }
+  if (!on_device) {
+#pragma omp parallel num_threads(thread_count)
+    {
+      ForestTreeGrower grower(data, spec);
+      std::vector<std::uint32_t> counts;
+      std::vector<std::int32_t> tree_rows;
+#pragma omp for schedule(dynamic, 1)
+      for (int tree_index = 0; tree_index < wanted; ++tree_index) {
+        // The first tree is always grown, so a model exists however short the time.
+        if (failed.load()) continue;
+        if (tree_index > 0 && (out_of_time.load() || deadline.Expired())) {
+          out_of_time.store(true);
+          continue;
         }
-        trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
-                                        std::uint64_t(tree_index), outputs[tree_index]);
-        grown[tree_index] = 1;
-      } catch (...) {
+        try {
+          draw_rows(tree_index, counts, tree_rows);
+          trees[tree_index] = grower.Grow(tree_rows, counts.data(), params.seed,
+                                          std::uint64_t(tree_index), outputs[tree_index]);
+          grown[tree_index] = 1;
+        } catch (...) {
 #pragma omp critical(forest_failure)
-        if (!failure) failure = std::current_exception();
-        failed.store(true);
+          if (!failure) failure = std::current_exception();
+          failed.store(true);
+        }
       }
     }
   }

@@ -49,17 +49,20 @@ struct ForestParams {
   bool extra_trees = false;          // XT: one random threshold per feature and node
   int max_bin = 255;                 // bins per numeric feature (the tree engine's max_bin)
   std::uint64_t seed = 0;            // scikit-learn's random_state
-  // Where the trees grow: "cpu", or "cuda" (also "gpu"), which this build does not have for
-  // forests yet: the fit then runs on the CPU and the model's info says so.
+  // Where the trees grow: "cpu", or "cuda" (also "gpu"): classification forests grow on the
+  // GPU in batches of trees (the CPU's trees, split for split); without a usable GPU, for
+  // regression, or when the data does not fit, the fit runs on the CPU and the report says why.
   std::string device = "cpu";
+  int gpu_device_id = 0;             // CUDA device ordinal
+  double gpu_memory_fraction = 0.9;  // of the device's free memory, the most the fit may take
 
   // Throws InvalidInput naming the parameter and its valid range.
   void Validate() const;
   // Parameters from a JSON object with scikit-learn's names (n_estimators, criterion,
   // max_features, max_depth, min_samples_split, min_samples_leaf, max_leaf_nodes,
   // min_impurity_decrease, bootstrap, max_samples, random_state, n_jobs (ignored: the fit's
-  // threads apply), max_bin, device); unknown keys are InvalidInput listing the valid ones.
-  // Keys not given keep their value in `base`.
+  // threads apply), max_bin, device, gpu_device_id, gpu_memory_fraction); unknown keys are
+  // InvalidInput listing the valid ones. Keys not given keep their value in `base`.
   static ForestParams FromJson(const std::string& json, const ForestParams& base);
 };
 
@@ -71,6 +74,8 @@ struct ForestReport {
   std::string stop_reason;  // "n_estimators reached" or "deadline"
   double bin_seconds = 0;
   double train_seconds = 0;
+  std::string device = "cpu";  // where the trees grew: "cpu" or the GPU's name
+  std::string device_note;     // why a GPU asked for was not used
 };
 
 class ForestModel {

@@ -1,5 +1,7 @@
 #include "models/forest/forest_family.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -8,6 +10,10 @@
 
 namespace tabforge::forest {
 namespace {
+
+// Feature cells (rows x features) from which a GPU granted automatically (--gpus without a
+// model asking for it) grows the forest: below it the per-level round trips outweigh the work.
+constexpr std::int64_t kGpuWorthwhileCells = 2000000;
 
 class ForestFamilyModel final : public models::Model {
  public:
@@ -48,8 +54,9 @@ class ForestFamilyModel final : public models::Model {
     info.iterations = model_.report().trees;
     info.stop_reason = model_.report().stop_reason;
     info.fit_seconds = fit_seconds_;
-    info.device = "cpu";
-    info.device_note = device_note_;
+    info.device = model_.report().device;
+    info.device_note =
+        model_.report().device_note.empty() ? device_note_ : model_.report().device_note;
     return info;
   }
 
@@ -64,8 +71,17 @@ class ForestFamilyModel final : public models::Model {
     ForestParams params = params_;
     params.seed ^= context.seed;
     device_note_.clear();
-    if (params.device != "cpu" || context.num_gpus > 0) {
-      device_note_ = "CUDA not used: this build grows forests on the CPU only";
+    if (params.device == "cpu" && context.num_gpus > 0) {
+      const std::int64_t cells =
+          train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
+      if (!context.gpus_auto || cells >= kGpuWorthwhileCells) {
+        params.device = "cuda";
+        params.gpu_memory_fraction = context.gpu_memory_fraction;
+      } else {
+        device_note_ = fmt::format(
+            "{} feature cells, under the {} from which the GPU beats the CPU; --gpus 1 forces it",
+            cells, kGpuWorthwhileCells);
+      }
     }
     const int classes = task_.problem_type == ProblemType::kRegression ? 1 : task_.num_classes;
     model_ = ForestModel::Fit(train, labels, classes, params, context.threads, context.deadline,

@@ -7,13 +7,15 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "models/forest/forest_split.h"
 #include "models/tree/grower_loop.h"
 
 namespace tabforge::forest {
 namespace {
 
-constexpr std::uint64_t kFeatureOrderStream = 0x666f7264;  // "ford"
-constexpr std::uint64_t kThresholdStream = 0x74687264;     // "thrd"
+using kernels::ChildNodeKey;
+using kernels::kFeatureOrderStream;
+using kernels::kThresholdStream;
 constexpr double kPureEpsilon = 1e-12;
 
 void SetBit(std::vector<std::uint32_t>& bits, int bin) {
@@ -538,14 +540,14 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     std::int64_t begin = 0;
     std::int64_t end = 0;
     int depth = 0;
+    std::uint64_t key = 0;  // the node's path from the root (ChildNodeKey)
     Candidate candidate;
     std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
   };
   std::vector<Leaf> leaves(1);
   leaves[0].end = num_rows;
   leaves[0].constant.assign(feature_order_.size(), 0);
-  std::uint64_t nodes_made = 0;
-  leaves[0].candidate = FindSplit(0, num_rows, 0, nodes_made++, leaves[0].constant);
+  leaves[0].candidate = FindSplit(0, num_rows, 0, leaves[0].key, leaves[0].constant);
   // Depth-first without a leaf limit (a stack); best-first with one (largest improvement,
   // ties to the lower leaf).
   const bool best_first = spec_.max_leaf_nodes > 0;
@@ -613,14 +615,16 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     right.begin = left_write;
     right.end = end;
     right.depth = leaves[chosen].depth + 1;
+    right.key = ChildNodeKey(leaves[chosen].key, 1);
     right.constant = leaves[chosen].constant;
     leaves[chosen].end = left_write;
     leaves[chosen].depth += 1;
+    leaves[chosen].key = ChildNodeKey(leaves[chosen].key, 0);
     leaves.push_back(std::move(right));
-    leaves[chosen].candidate =
-        FindSplit(begin, left_write, leaves[chosen].depth, nodes_made++, leaves[chosen].constant);
-    leaves[new_leaf].candidate =
-        FindSplit(left_write, end, leaves[new_leaf].depth, nodes_made++, leaves[new_leaf].constant);
+    leaves[chosen].candidate = FindSplit(begin, left_write, leaves[chosen].depth,
+                                         leaves[chosen].key, leaves[chosen].constant);
+    leaves[new_leaf].candidate = FindSplit(left_write, end, leaves[new_leaf].depth,
+                                           leaves[new_leaf].key, leaves[new_leaf].constant);
     // Only pending leaves need their flags.
     if (!leaves[chosen].candidate.split.valid())
       std::vector<std::uint8_t>().swap(leaves[chosen].constant);

@@ -69,6 +69,10 @@ void ForestParams::Validate() const {
         "forest parameter device = '{}' is not supported: use cpu or cuda (gpu is taken as cuda)",
         device));
   }
+  if (gpu_device_id < 0) OutOfRange("gpu_device_id", gpu_device_id, "at least 0");
+  if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1)) {
+    OutOfRange("gpu_memory_fraction", gpu_memory_fraction, "(0, 1]");
+  }
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
   binning.Validate();
@@ -131,6 +135,8 @@ ForestParams ForestParams::FromJson(const std::string& json, const ForestParams&
       {"max_bin", number(params.max_bin)},
       {"device",
        {[&](const nlohmann::json& v) { params.device = v.get<std::string>(); }, "string"}},
+      {"gpu_device_id", number(params.gpu_device_id)},
+      {"gpu_memory_fraction", number(params.gpu_memory_fraction)},
   };
   models::ApplyJsonParams(json, "forest", setters);
   if (params.max_samples == 0) params.max_samples = 1;  // null: every row

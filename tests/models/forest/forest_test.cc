@@ -14,41 +14,15 @@
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
+#include "models/forest/forest_parity.h"
 #include "models/model.h"
 #include "test_support.h"
 
 namespace tabforge::forest {
 namespace {
 
-// A small problem: 6 numeric features (one with missing values), one categorical, and a label
-// that depends on several of them (classes: 3, or a regression target).
-struct Synthetic {
-  features::FeatureMatrix features;
-  std::vector<double> labels;
-};
-
-Synthetic MakeSynthetic(std::int64_t rows, bool regression, std::uint64_t seed) {
-  Synthetic data;
-  features::FeatureMatrix& x = data.features;
-  x.num_rows = rows;
-  const int numeric = 6;
-  x.numeric.resize(static_cast<std::size_t>(rows) * numeric);
-  for (int f = 0; f < numeric; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
-  x.categorical.resize(static_cast<std::size_t>(rows));
-  x.categorical_info.push_back({"c", "c", 5});
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (int f = 0; f < numeric; ++f) {
-      x.numeric[f * rows + row] = static_cast<float>(RandomUniform(seed, f, row) * 4 - 2);
-    }
-    if (RandomUniform(seed, 99, row) < 0.1) x.numeric[5 * rows + row] = std::nanf("");
-    x.categorical[row] = static_cast<std::int32_t>(RandomUniform(seed, 77, row) * 5);
-    const double signal =
-        x.numeric[row] * x.numeric[rows + row] + std::sin(x.numeric[2 * rows + row]) +
-        (x.categorical[row] == 3 ? 1.5 : 0.0) + 0.5 * RandomUniform(seed, 55, row);
-    data.labels.push_back(regression ? signal : (signal < -0.3 ? 0.0 : signal < 0.8 ? 1.0 : 2.0));
-  }
-  return data;
-}
+using parity::MakeSynthetic;
+using parity::Synthetic;
 
 ForestParams Classifier(bool extra) {
   ForestParams params;
@@ -233,6 +207,29 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
 
 // Adult through the feature pipeline, scikit-learn's settings with 100 trees: scikit-learn 1.2
 // reaches AUC 0.906 (RF) and 0.890 (XT) with 300 trees; the bounds catch a regression.
+TEST(Forest, AskingForTheGpuGivesTheCpuModel) {
+  // Without a usable GPU (CI), or for regression, the fit grows on the CPU and says why; with
+  // one, the batch grower grows the same trees. Either way the model is the CPU's.
+  for (bool regression : {false, true}) {
+    const Synthetic data = MakeSynthetic(1500, regression, 12);
+    ForestParams params = Classifier(false);
+    if (regression) params.criterion = Criterion::kSquaredError;
+    const int classes = regression ? 1 : 3;
+    const ForestModel cpu = ForestModel::Fit(data.features, data.labels, classes, params, 2);
+    params.device = "cuda";
+    const ForestModel asked = ForestModel::Fit(data.features, data.labels, classes, params, 2);
+    EXPECT_EQ(asked.Serialize(), cpu.Serialize());
+    if (asked.report().device == "cpu") {
+      EXPECT_NE(asked.report().device_note.find("CUDA not used: "), std::string::npos)
+          << asked.report().device_note;
+    }
+    if (regression) {
+      EXPECT_EQ(asked.report().device, "cpu");
+      EXPECT_NE(asked.report().device_note.find("regression"), std::string::npos);
+    }
+  }
+}
+
 TEST(Forest, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
   const testing::AdultFeatures adult = testing::LoadAdultFeatures();

@@ -1,0 +1,497 @@
+#include "models/forest/forest_batch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "models/tree/grower_loop.h"
+
+namespace tabforge::forest {
+
+using kernels::BatchNode;
+using kernels::BatchSplit;
+using kernels::FeatureCut;
+using kernels::NodeOutcome;
+
+namespace {
+
+constexpr double kPureEpsilon = 1e-12;
+
+int FirstPassPositions(const TreeSpec& spec, int features) {
+  return std::max(1, std::min(spec.features_per_node, features));
+}
+
+// A node of a tree in the making.
+struct NodeRecord {
+  long long begin = 0;
+  long long end = 0;
+  std::uint64_t key = 0;
+  int depth = 0;
+  int status = -1;  // NodeStatus; -1 while not evaluated
+  FeatureCut cut{};
+  std::vector<std::uint32_t> bits;  // categorical cut: the bins going left
+  std::vector<double> sums;         // class sums
+  int children[2] = {-1, -1};       // set when split on the device
+};
+
+// One tree: its nodes and the replay of the CPU grower's order of splits over them.
+struct TreeState {
+  std::vector<NodeRecord> nodes;
+  tree::Tree tree{0.0};
+  std::vector<int> leaf_node;                 // per leaf of `tree`: its node
+  std::vector<std::pair<double, int>> queue;  // best-first: a heap of (improvement, leaf)
+  std::vector<int> stack;                     // depth-first: leaves to split
+  double root_weight = 0;
+  bool started = false;
+  bool done = false;
+};
+
+// ForestTreeGrower's queue order: larger improvement first, ties to the lower leaf.
+bool Before(const std::pair<double, int>& a, const std::pair<double, int>& b) {
+  return a.first < b.first || (a.first == b.first && a.second > b.second);
+}
+
+tree::LeafSplit LeafSplitOf(const NodeRecord& node) {
+  tree::LeafSplit split;
+  split.gain = node.cut.improvement;
+  split.feature = node.cut.feature;
+  split.categorical = node.cut.categorical != 0;
+  split.default_left = node.cut.default_left != 0;
+  split.threshold_bin = node.cut.threshold_bin;
+  if (split.categorical) {
+    // The CPU grower's bit vector ends at the word of its last bin.
+    split.left_bins.assign(node.bits.begin(), node.bits.begin() + (node.cut.cut_bin / 32 + 1));
+  }
+  return split;
+}
+
+// Replays the CPU grower's splits of `state` as far as the nodes evaluated allow; the nodes
+// it needs split next (and, ahead of need, those likely to be) go to `wanted`.
+void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mapper,
+            std::vector<int>& wanted) {
+  const bool best_first = spec.max_leaf_nodes > 0;
+  auto push = [&](int leaf) {
+    const NodeRecord& node = state.nodes[state.leaf_node[leaf]];
+    if (node.status != kernels::kNodeSplit) return;
+    if (best_first) {
+      state.queue.push_back({node.cut.improvement, leaf});
+      std::push_heap(state.queue.begin(), state.queue.end(), Before);
+    } else {
+      state.stack.push_back(leaf);
+    }
+  };
+  if (!state.started) {
+    state.started = true;
+    state.leaf_node.assign(1, 0);
+    push(0);
+  }
+  while (true) {
+    if (best_first && state.tree.num_leaves() >= spec.max_leaf_nodes) break;
+    if (best_first ? state.queue.empty() : state.stack.empty()) break;
+    const int leaf = best_first ? state.queue.front().second : state.stack.back();
+    const int node_index = state.leaf_node[leaf];
+    const NodeRecord& node = state.nodes[node_index];
+    if (node.children[0] < 0) {
+      // The next split is not on the device yet: ask for it and for the pending leaves the
+      // order is likely to reach before the tree is full (all of them without a leaf limit).
+      std::vector<int> pending;
+      if (best_first) {
+        std::vector<std::pair<double, int>> ranked = state.queue;
+        std::sort(ranked.begin(), ranked.end(),
+                  [](const auto& a, const auto& b) { return Before(b, a); });
+        const auto room = static_cast<std::size_t>(spec.max_leaf_nodes - state.tree.num_leaves());
+        for (std::size_t at = 0; at < ranked.size() && at < room; ++at) {
+          pending.push_back(ranked[at].second);
+        }
+      } else {
+        pending = state.stack;
+      }
+      for (int pending_leaf : pending) {
+        const int index = state.leaf_node[pending_leaf];
+        if (state.nodes[index].children[0] < 0) wanted.push_back(index);
+      }
+      return;
+    }
+    if (state.nodes[node.children[0]].status < 0 || state.nodes[node.children[1]].status < 0) {
+      return;  // its children are being evaluated
+    }
+    if (best_first) {
+      std::pop_heap(state.queue.begin(), state.queue.end(), Before);
+      state.queue.pop_back();
+    } else {
+      state.stack.pop_back();
+    }
+    const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(node), mapper);
+    TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
+              "batch replay: new leaf {} where {} was expected", new_leaf, state.leaf_node.size());
+    const int left = node.children[0], right = node.children[1];
+    state.leaf_node[leaf] = left;
+    state.leaf_node.push_back(right);
+    push(new_leaf);
+    push(leaf);
+  }
+  state.done = true;
+}
+
+}  // namespace
+
+kernels::SplitRules MakeSplitRules(const BatchData& data, std::vector<double>& xlogx) {
+  kernels::SplitRules rules{};
+  rules.criterion = data.spec.criterion == Criterion::kEntropy ? kernels::kCriterionEntropy
+                                                               : kernels::kCriterionGini;
+  rules.width = data.spec.num_classes;
+  rules.features = data.mapper->num_features();
+  rules.features_per_node = FirstPassPositions(data.spec, rules.features);
+  rules.max_depth = data.spec.max_depth;
+  rules.min_samples_split = data.spec.min_samples_split;
+  rules.min_samples_leaf = data.spec.min_samples_leaf;
+  rules.extra_trees = data.spec.extra_trees ? 1 : 0;
+  xlogx.clear();
+  if (rules.criterion == kernels::kCriterionEntropy) {
+    // A node's weighted count is at most the draws of its tree (or its rows).
+    const std::int64_t largest =
+        data.draws > 0 ? data.draws : static_cast<std::int64_t>(data.bins->num_rows);
+    xlogx.resize(static_cast<std::size_t>(largest) + 1);
+    xlogx[0] = 0;
+    for (std::int64_t n = 1; n <= largest; ++n) {
+      const double value = static_cast<double>(n);
+      xlogx[static_cast<std::size_t>(n)] = value * std::log(value);
+    }
+  }
+  rules.xlogx = xlogx.data();
+  return rules;
+}
+
+bool BatchGrowable(const BatchData& data, std::string& why) {
+  if (data.spec.criterion == Criterion::kSquaredError) {
+    why =
+        "regression forests grow on the CPU (their sums are not whole numbers, so only the "
+        "CPU's order gives the CPU's trees)";
+    return false;
+  }
+  if (data.spec.num_classes > kernels::kMaxBatchClasses) {
+    why = fmt::format("{} classes is above the {} the GPU forest handles", data.spec.num_classes,
+                      kernels::kMaxBatchClasses);
+    return false;
+  }
+  if (data.spec.min_impurity_decrease < 0) {
+    why = "min_impurity_decrease below 0";
+    return false;
+  }
+  return true;
+}
+
+int CutWords(const tree::BinMapper& mapper) { return (mapper.MaxBins() + 31) / 32; }
+
+void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
+                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs) {
+  TFG_CHECK(count >= 1 && count <= device.slots(), "batch of {} trees for {} slots", count,
+            device.slots());
+  const TreeSpec& spec = data.spec;
+  const tree::BinMapper& mapper = *data.mapper;
+  const int features = mapper.num_features();
+  const int width = spec.num_classes;
+  const int words = CutWords(mapper);
+  const int first_positions = FirstPassPositions(spec, features);
+  const std::vector<std::int64_t> slot_rows = device.StartTrees(first_tree, count);
+  std::vector<TreeState> states(static_cast<std::size_t>(count));
+  // The nodes to evaluate next: (slot, node) pairs and their work items.
+  std::vector<std::pair<int, int>> eval_ids;
+  std::vector<BatchNode> eval_nodes;
+  for (int slot = 0; slot < count; ++slot) {
+    NodeRecord root;
+    root.end = slot_rows[slot];
+    states[slot].nodes.push_back(root);
+    eval_ids.push_back({slot, 0});
+    eval_nodes.push_back(BatchNode{0, root.end, 0, slot, 0});
+  }
+  std::vector<NodeOutcome> outcomes;
+  std::vector<double> sums;
+  std::vector<std::uint32_t> bits;
+  std::vector<int> wanted;
+  std::vector<BatchSplit> splits;
+  std::vector<std::uint32_t> split_bits;
+  std::vector<std::pair<int, int>> more_ids;
+  std::vector<BatchNode> more_nodes;
+  while (!eval_nodes.empty()) {
+    device.Evaluate(eval_nodes, 0, first_positions, outcomes, sums, bits);
+    more_ids.clear();
+    more_nodes.clear();
+    for (std::size_t at = 0; at < eval_ids.size(); ++at) {
+      TreeState& state = states[eval_ids[at].first];
+      NodeRecord& node = state.nodes[eval_ids[at].second];
+      node.status = outcomes[at].status;
+      node.cut = outcomes[at].cut;
+      node.sums.assign(sums.begin() + std::ptrdiff_t(at) * width,
+                       sums.begin() + std::ptrdiff_t(at + 1) * width);
+      node.bits.assign(bits.begin() + std::ptrdiff_t(at) * words,
+                       bits.begin() + std::ptrdiff_t(at + 1) * words);
+      if (node.status == kernels::kNodeNeedsMore) {
+        more_ids.push_back(eval_ids[at]);
+        more_nodes.push_back(eval_nodes[at]);
+      }
+    }
+    if (!more_nodes.empty()) {
+      std::vector<double> unused;
+      device.Evaluate(more_nodes, first_positions, features - first_positions, outcomes, unused,
+                      bits);
+      for (std::size_t at = 0; at < more_ids.size(); ++at) {
+        NodeRecord& node = states[more_ids[at].first].nodes[more_ids[at].second];
+        node.status = outcomes[at].status;
+        node.cut = outcomes[at].cut;
+        node.bits.assign(bits.begin() + std::ptrdiff_t(at) * words,
+                         bits.begin() + std::ptrdiff_t(at + 1) * words);
+      }
+    }
+    for (const auto& [slot, index] : eval_ids) {
+      TreeState& state = states[slot];
+      NodeRecord& node = state.nodes[index];
+      if (index == 0) {
+        for (double value : node.sums) state.root_weight += value;
+      }
+      if (node.status == kernels::kNodeSplit) {
+        // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
+        double decrease = node.cut.improvement / state.root_weight;
+        if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
+        if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
+          node.status = kernels::kNodeNoSplit;
+        }
+      }
+    }
+    // Replay each tree; the nodes it wants split go to the device, their children are
+    // evaluated next.
+    splits.clear();
+    split_bits.clear();
+    eval_ids.clear();
+    eval_nodes.clear();
+    for (int slot = 0; slot < count; ++slot) {
+      TreeState& state = states[slot];
+      if (state.done) continue;
+      wanted.clear();
+      Replay(state, spec, mapper, wanted);
+      for (int index : wanted) {
+        const NodeRecord node = state.nodes[index];  // a copy: children are appended below
+        BatchSplit split{};
+        split.begin = node.begin;
+        split.end = node.end;
+        split.left_rows = node.cut.left_rows;
+        split.slot = slot;
+        split.feature = node.cut.feature;
+        split.categorical = node.cut.categorical;
+        split.threshold_bin = node.cut.threshold_bin;
+        split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
+        split.default_left = node.cut.default_left;
+        split.bits_begin = static_cast<int>(split_bits.size());
+        split.bits_words = words;
+        split_bits.insert(split_bits.end(), node.bits.begin(), node.bits.end());
+        splits.push_back(split);
+        for (int side = 0; side < 2; ++side) {
+          NodeRecord child;
+          child.begin = side == 0 ? node.begin : node.begin + node.cut.left_rows;
+          child.end = side == 0 ? node.begin + node.cut.left_rows : node.end;
+          child.key = kernels::ChildNodeKey(node.key, side);
+          child.depth = node.depth + 1;
+          const int child_index = static_cast<int>(state.nodes.size());
+          state.nodes[index].children[side] = child_index;
+          eval_ids.push_back({slot, child_index});
+          eval_nodes.push_back(BatchNode{child.begin, child.end, child.key, slot, child.depth});
+          state.nodes.push_back(std::move(child));
+        }
+      }
+    }
+    if (splits.empty()) break;
+    const std::vector<long long> left_counts = device.Partition(splits, split_bits);
+    for (std::size_t at = 0; at < splits.size(); ++at) {
+      TFG_CHECK(left_counts[at] == splits[at].left_rows,
+                "batch forest partition sent {} rows left, the split's counts say {}",
+                left_counts[at], splits[at].left_rows);
+    }
+  }
+  for (int slot = 0; slot < count; ++slot) {
+    TreeState& state = states[slot];
+    TFG_CHECK(state.done, "batch forest: tree {} unfinished", first_tree + std::uint64_t(slot));
+    std::vector<double> leaf_outputs;
+    for (int node_index : state.leaf_node) {
+      const std::vector<double>& node_sums = state.nodes[node_index].sums;
+      double total = 0;
+      for (double value : node_sums) total += value;
+      for (double value : node_sums) leaf_outputs.push_back(total > 0 ? value / total : 0.0);
+    }
+    state.tree.Compact();
+    trees.push_back(std::move(state.tree));
+    outputs.push_back(std::move(leaf_outputs));
+  }
+}
+
+namespace {
+
+// The batch work as host loops over the shared split search.
+class HostBatchDevice final : public BatchDevice {
+ public:
+  HostBatchDevice(const BatchData& data, int slots)
+      : data_(data), slots_(slots), rows_(static_cast<std::int64_t>(data.bins->num_rows)) {
+    rules_ = MakeSplitRules(data_, xlogx_);
+    const tree::BinMapper& mapper = *data_.mapper;
+    for (int feature = 0; feature < mapper.num_features(); ++feature) {
+      const tree::FeatureBins& bins = mapper.feature(feature);
+      infos_.push_back(
+          kernels::FeatureInfo{bins.num_bins, bins.categorical ? 1 : 0, bins.upper_bounds.data()});
+    }
+    weights_.resize(static_cast<std::size_t>(slots));
+    order_.resize(static_cast<std::size_t>(slots));
+    order_keys_.resize(static_cast<std::size_t>(slots));
+    threshold_keys_.resize(static_cast<std::size_t>(slots));
+  }
+
+  int slots() const override { return slots_; }
+
+  std::vector<std::int64_t> StartTrees(std::uint64_t first_tree, int count) override {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(count));
+    for (int slot = 0; slot < count; ++slot) {
+      const std::uint64_t tree_index = first_tree + std::uint64_t(slot);
+      std::vector<std::uint32_t>& weights = weights_[slot];
+      std::vector<std::int32_t>& order = order_[slot];
+      order.clear();
+      if (data_.draws > 0) {
+        weights.assign(static_cast<std::size_t>(rows_), 0);
+        const std::uint64_t stream = kernels::kBootstrapStream ^ Mix64(tree_index);
+        for (std::int64_t draw = 0; draw < data_.draws; ++draw) {
+          ++weights[RandomBelow(data_.seed, stream, std::uint64_t(draw), std::uint64_t(rows_))];
+        }
+      } else {
+        weights.assign(static_cast<std::size_t>(rows_), 1);
+      }
+      for (std::int64_t row = 0; row < rows_; ++row) {
+        if (weights[row] > 0) order.push_back(static_cast<std::int32_t>(row));
+      }
+      order_keys_[slot] = StreamKey(data_.seed, kernels::kFeatureOrderStream ^ Mix64(tree_index));
+      threshold_keys_[slot] = StreamKey(data_.seed, kernels::kThresholdStream ^ Mix64(tree_index));
+      counts[slot] = static_cast<std::int64_t>(order.size());
+    }
+    return counts;
+  }
+
+  void Evaluate(const std::vector<BatchNode>& nodes, int first_position, int positions,
+                std::vector<NodeOutcome>& outcomes, std::vector<double>& sums,
+                std::vector<std::uint32_t>& bits) override {
+    const int width = rules_.width;
+    const int words = CutWords(*data_.mapper);
+    const int features = rules_.features;
+    outcomes.assign(nodes.size(), NodeOutcome{});
+    if (first_position == 0) sums.assign(nodes.size() * std::size_t(width), 0.0);
+    bits.assign(nodes.size() * std::size_t(words), 0u);
+    std::vector<int> order(static_cast<std::size_t>(features));
+    std::vector<FeatureCut> cuts(static_cast<std::size_t>(positions));
+    std::vector<std::vector<std::uint32_t>> cut_bits(static_cast<std::size_t>(positions));
+    const int max_bins = data_.mapper->MaxBins();
+    std::vector<std::uint32_t> counts(static_cast<std::size_t>(max_bins) * width);
+    std::vector<std::uint32_t> rows(static_cast<std::size_t>(max_bins));
+    std::vector<double> parent(static_cast<std::size_t>(width));
+    for (std::size_t at = 0; at < nodes.size(); ++at) {
+      const BatchNode& node = nodes[at];
+      bool splittable = true;
+      for (int position = 0; position < positions; ++position) {
+        const int feature = kernels::FeatureAtPosition(
+            order_keys_[node.slot], node.key, first_position + position, features, order.data());
+        const kernels::FeatureInfo& info = infos_[feature];
+        std::fill(counts.begin(), counts.end(), 0u);
+        std::fill(rows.begin(), rows.end(), 0u);
+        const std::vector<std::uint32_t>& weights = weights_[node.slot];
+        for (long long index = node.begin; index < node.end; ++index) {
+          const std::int32_t row = order_[node.slot][static_cast<std::size_t>(index)];
+          const int bin = BinOf(row, feature);
+          counts[bin * width + data_.classes[row]] += weights[row];
+          ++rows[bin];
+        }
+        const long long count = node.end - node.begin;
+        splittable = kernels::NodeSplittable(rules_, counts.data(), info.num_bins, count,
+                                             node.depth, parent.data());
+        if (first_position == 0 && position == 0) {
+          std::copy(parent.begin(), parent.end(), sums.begin() + std::ptrdiff_t(at) * width);
+        }
+        if (!splittable) break;
+        const double parent_score = kernels::SplitScore(rules_, parent.data());
+        kernels::BestFeatureCut(rules_, info, feature, counts.data(), rows.data(), count,
+                                parent.data(), parent_score, threshold_keys_[node.slot], node.key,
+                                cuts[position]);
+        cut_bits[position].assign(static_cast<std::size_t>(words), 0u);
+        if (cuts[position].categorical && cuts[position].improvement > kernels::kNoCut) {
+          for (int bin = 0; bin <= cuts[position].cut_bin; ++bin) {
+            if (rows[bin] != 0) cut_bits[position][bin / 32] |= 1u << (bin % 32);
+          }
+        }
+      }
+      NodeOutcome& outcome = outcomes[at];
+      if (!splittable) {
+        outcome.status = kernels::kNodeLeaf;
+        outcome.cut.improvement = kernels::kNoCut;
+        continue;
+      }
+      int chosen = -1;
+      outcome.status = kernels::CombineCuts(cuts.data(), positions, first_position > 0,
+                                            first_position + positions < features, &chosen);
+      if (chosen >= 0) {
+        outcome.cut = cuts[chosen];
+        std::copy(cut_bits[chosen].begin(), cut_bits[chosen].end(),
+                  bits.begin() + std::ptrdiff_t(at) * words);
+      } else {
+        outcome.cut.improvement = kernels::kNoCut;
+      }
+    }
+  }
+
+  std::vector<long long> Partition(const std::vector<BatchSplit>& splits,
+                                   const std::vector<std::uint32_t>& bits) override {
+    std::vector<long long> left_counts;
+    std::vector<std::int32_t> right;
+    for (const BatchSplit& split : splits) {
+      std::vector<std::int32_t>& order = order_[split.slot];
+      long long left_write = split.begin;
+      right.clear();
+      for (long long at = split.begin; at < split.end; ++at) {
+        const std::int32_t row = order[static_cast<std::size_t>(at)];
+        const int bin = BinOf(row, split.feature);
+        bool left;
+        if (split.categorical) {
+          left = bin / 32 < split.bits_words &&
+                 ((bits[split.bits_begin + bin / 32] >> (bin % 32)) & 1u);
+        } else {
+          left = bin == split.missing_bin ? split.default_left != 0 : bin <= split.threshold_bin;
+        }
+        if (left) {
+          order[static_cast<std::size_t>(left_write++)] = row;
+        } else {
+          right.push_back(row);
+        }
+      }
+      std::copy(right.begin(), right.end(), order.begin() + left_write);
+      left_counts.push_back(left_write - split.begin);
+    }
+    return left_counts;
+  }
+
+ private:
+  int BinOf(std::int32_t row, int feature) const { return data_.bins->Bin(feature, row); }
+
+  BatchData data_;
+  int slots_;
+  std::int64_t rows_;
+  std::vector<double> xlogx_;
+  kernels::SplitRules rules_{};
+  std::vector<kernels::FeatureInfo> infos_;
+  std::vector<std::vector<std::uint32_t>> weights_;
+  std::vector<std::vector<std::int32_t>> order_;
+  std::vector<std::uint64_t> order_keys_;
+  std::vector<std::uint64_t> threshold_keys_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slots) {
+  return std::make_unique<HostBatchDevice>(data, slots);
+}
+
+}  // namespace tabforge::forest

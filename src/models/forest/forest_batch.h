@@ -1,0 +1,79 @@
+// Forest trees grown in batches: many trees at once, level by level, by a device that
+// evaluates lists of nodes (each node's features in its random order, from per-bin class
+// counts) and partitions the rows of the nodes split. The host replays ForestTreeGrower's order
+// of splits (depth-first, or best-first up to max_leaf_nodes) over the nodes evaluated, asking
+// the device for the nodes that order reaches next, so the trees are the CPU grower's, split for
+// split. The CUDA device (forest_cuda.cc) does the work on a GPU; the host device here does it
+// with plain loops over the same split search (forest_split.h), the reference the kernels are
+// tested against. Classification only: regression sums are not whole numbers, so their order
+// would change the bits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/forest/forest_grower.h"
+#include "models/forest/forest_kernels.h"
+
+namespace tabforge::forest {
+
+// What a batch grows from: the training rows (classification), how trees split, and the
+// bootstrap (draws per tree; 0: every row once).
+struct BatchData {
+  const tree::BinMatrix* bins = nullptr;
+  const tree::BinMapper* mapper = nullptr;
+  const std::int32_t* classes = nullptr;
+  TreeSpec spec;
+  std::uint64_t seed = 0;
+  std::int64_t draws = 0;
+};
+
+// The split rules of `data` (`xlogx` is filled for entropy and must outlive the rules).
+kernels::SplitRules MakeSplitRules(const BatchData& data, std::vector<double>& xlogx);
+
+// Whether the batch grower can grow these trees; otherwise `why` says what it lacks.
+bool BatchGrowable(const BatchData& data, std::string& why);
+
+// The work a batch needs done.
+class BatchDevice {
+ public:
+  virtual ~BatchDevice() = default;
+  // Trees a batch holds at most.
+  virtual int slots() const = 0;
+  // Starts trees [first_tree, first_tree + count) in slots 0 .. count - 1: each slot's
+  // bootstrap weights and its distinct rows in ascending order. Returns their counts.
+  virtual std::vector<std::int64_t> StartTrees(std::uint64_t first_tree, int count) = 0;
+  // Evaluates positions [first_position, first_position + positions) of each node's feature
+  // order and combines them (kernels::CombineCuts; the first position 0 pass keeps the best, a
+  // later pass the first valid). Per node: outcomes, class sums (width values; written by the
+  // position-0 pass only) and the chosen cut's bin words (`words` per node).
+  virtual void Evaluate(const std::vector<kernels::BatchNode>& nodes, int first_position,
+                        int positions, std::vector<kernels::NodeOutcome>& outcomes,
+                        std::vector<double>& sums, std::vector<std::uint32_t>& bits) = 0;
+  // Partitions the rows of each split (left rows first, each side in order); returns the
+  // rows each sent left.
+  virtual std::vector<long long> Partition(const std::vector<kernels::BatchSplit>& splits,
+                                           const std::vector<std::uint32_t>& bits) = 0;
+};
+
+// Bin words a categorical cut of `mapper`'s features takes.
+int CutWords(const tree::BinMapper& mapper);
+
+// Grows trees [first_tree, first_tree + count) (count at most device.slots()) into `trees`
+// and their leaf outputs (class fractions, leaf by leaf) into `outputs`.
+void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
+                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs);
+
+// The device work done by host loops, `slots` trees at a time.
+std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slots);
+
+// The CUDA device on GPU `device_id` within `memory_fraction` of its free memory, or null
+// with `why` (no usable GPU, a CPU-only build, too little memory). `device_name` receives the
+// GPU's name.
+std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int device_id,
+                                                 double memory_fraction, std::string& why,
+                                                 std::string& device_name);
+
+}  // namespace tabforge::forest

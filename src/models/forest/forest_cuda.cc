@@ -1,0 +1,227 @@
+// The batch forest grower's CUDA device (CUDA builds only; forest_no_cuda.cc answers in
+// CPU-only ones). The bins, classes and feature bounds go up once; each slot holds one tree's
+// bootstrap counts and row order for the whole batch; nodes go up and their outcomes come back
+// once per level.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "device/cuda_check.h"
+#include "device/cuda_device.h"
+#include "models/forest/forest_batch.h"
+#include "models/forest/forest_kernels.h"
+
+namespace tabforge::forest {
+namespace {
+
+using device::DeviceArray;
+
+// Grows `array` to at least `count` elements (by half again, so levels of growing size do not
+// reallocate every time).
+template <typename T>
+void Reserve(DeviceArray<T>& array, std::size_t count) {
+  if (array.size() < count) array.Resize(std::max(count, array.size() + array.size() / 2));
+}
+
+template <typename T>
+void Download(std::vector<T>& target, const DeviceArray<T>& source, std::size_t count) {
+  target.resize(count);
+  if (count > 0) {
+    TFG_CUDA_CHECK(
+        cudaMemcpy(target.data(), source.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+}
+
+template <typename T>
+void UploadInto(DeviceArray<T>& target, const std::vector<T>& source) {
+  Reserve(target, source.size());
+  if (!source.empty()) {
+    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source.data(), source.size() * sizeof(T),
+                              cudaMemcpyHostToDevice));
+  }
+}
+
+class CudaBatchDevice final : public BatchDevice {
+ public:
+  CudaBatchDevice(const BatchData& data, int slots) : data_(data), slots_(slots) {
+    rules_ = MakeSplitRules(data_, xlogx_);
+    const tree::BinMatrix& bins = *data_.bins;
+    const tree::BinMapper& mapper = *data_.mapper;
+    rows_ = bins.num_rows;
+    words_ = CutWords(mapper);
+    if (bins.wide()) {
+      device::Upload(bins16_, bins.bins16.data(), bins.bins16.size());
+    } else {
+      device::Upload(bins8_, bins.bins8.data(), bins.bins8.size());
+    }
+    device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
+    std::vector<double> bounds;
+    std::vector<std::size_t> bound_begin;
+    for (int feature = 0; feature < mapper.num_features(); ++feature) {
+      bound_begin.push_back(bounds.size());
+      const std::vector<double>& upper = mapper.feature(feature).upper_bounds;
+      bounds.insert(bounds.end(), upper.begin(), upper.end());
+    }
+    device::Upload(bounds_, bounds.data(), bounds.size());
+    std::vector<kernels::FeatureInfo> infos;
+    for (int feature = 0; feature < mapper.num_features(); ++feature) {
+      const tree::FeatureBins& feature_bins = mapper.feature(feature);
+      infos.push_back(kernels::FeatureInfo{feature_bins.num_bins, feature_bins.categorical ? 1 : 0,
+                                           bounds_.data() + bound_begin[feature]});
+    }
+    device::Upload(infos_, infos.data(), infos.size());
+    if (!xlogx_.empty()) {
+      device::Upload(device_xlogx_, xlogx_.data(), xlogx_.size());
+      rules_.xlogx = device_xlogx_.data();
+    }
+    const auto cells = static_cast<std::size_t>(rows_) * static_cast<std::size_t>(slots_);
+    weights_.Resize(cells);
+    order_.Resize(cells);
+    spare_.Resize(cells);
+    order_keys_.Resize(static_cast<std::size_t>(slots_));
+    threshold_keys_.Resize(static_cast<std::size_t>(slots_));
+    slot_rows_.Resize(static_cast<std::size_t>(slots_));
+
+    rows_view_.bins8 = bins.wide() ? nullptr : bins8_.data();
+    rows_view_.bins16 = bins.wide() ? bins16_.data() : nullptr;
+    rows_view_.stride = bins.num_features;
+    rows_view_.classes = classes_.data();
+    rows_view_.rows = rows_;
+    rows_view_.features = infos_.data();
+    rows_view_.max_bins = mapper.MaxBins();
+    trees_view_.weights = weights_.data();
+    trees_view_.order = order_.data();
+    trees_view_.spare = spare_.data();
+    trees_view_.order_keys = order_keys_.data();
+    trees_view_.threshold_keys = threshold_keys_.data();
+  }
+
+  int slots() const override { return slots_; }
+
+  std::vector<std::int64_t> StartTrees(std::uint64_t first_tree, int count) override {
+    std::vector<std::uint64_t> order_keys, threshold_keys;
+    for (int slot = 0; slot < count; ++slot) {
+      const std::uint64_t tree_index = first_tree + std::uint64_t(slot);
+      order_keys.push_back(StreamKey(data_.seed, kernels::kFeatureOrderStream ^ Mix64(tree_index)));
+      threshold_keys.push_back(
+          StreamKey(data_.seed, kernels::kThresholdStream ^ Mix64(tree_index)));
+    }
+    UploadInto(order_keys_, order_keys);
+    UploadInto(threshold_keys_, threshold_keys);
+    kernels::StartTrees(rows_view_, trees_view_, count, first_tree, data_.seed, data_.draws,
+                        slot_rows_.data());
+    std::vector<long long> counts;
+    Download(counts, slot_rows_, static_cast<std::size_t>(count));
+    return std::vector<std::int64_t>(counts.begin(), counts.end());
+  }
+
+  void Evaluate(const std::vector<kernels::BatchNode>& nodes, int first_position, int positions,
+                std::vector<kernels::NodeOutcome>& outcomes, std::vector<double>& sums,
+                std::vector<std::uint32_t>& bits) override {
+    const std::size_t count = nodes.size();
+    UploadInto(nodes_, nodes);
+    const std::size_t cut_count = count * static_cast<std::size_t>(positions);
+    Reserve(cuts_, cut_count);
+    Reserve(cut_bits_, cut_count * words_);
+    Reserve(outcomes_, count);
+    Reserve(out_bits_, count * words_);
+    Reserve(sums_, count * rules_.width);
+    kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(count),
+                           first_position, positions, cuts_.data(), cut_bits_.data(), words_,
+                           sums_.data(), outcomes_.data(), out_bits_.data());
+    Download(outcomes, outcomes_, count);
+    Download(bits, out_bits_, count * words_);
+    if (first_position == 0) Download(sums, sums_, count * rules_.width);
+  }
+
+  std::vector<long long> Partition(const std::vector<kernels::BatchSplit>& splits,
+                                   const std::vector<std::uint32_t>& bits) override {
+    UploadInto(splits_, splits);
+    UploadInto(split_bits_, bits);
+    Reserve(left_counts_, splits.size());
+    kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(),
+                            static_cast<int>(splits.size()), split_bits_.data(),
+                            left_counts_.data());
+    std::vector<long long> counts;
+    Download(counts, left_counts_, splits.size());
+    return counts;
+  }
+
+ private:
+  BatchData data_;
+  int slots_;
+  std::int64_t rows_ = 0;
+  int words_ = 0;
+  std::vector<double> xlogx_;
+  kernels::SplitRules rules_{};
+  DeviceArray<std::uint8_t> bins8_;
+  DeviceArray<std::uint16_t> bins16_;
+  DeviceArray<std::int32_t> classes_;
+  DeviceArray<double> bounds_;
+  DeviceArray<kernels::FeatureInfo> infos_;
+  DeviceArray<double> device_xlogx_;
+  DeviceArray<std::uint32_t> weights_;
+  DeviceArray<std::int32_t> order_;
+  DeviceArray<std::int32_t> spare_;
+  DeviceArray<std::uint64_t> order_keys_;
+  DeviceArray<std::uint64_t> threshold_keys_;
+  DeviceArray<long long> slot_rows_;
+  DeviceArray<kernels::BatchNode> nodes_;
+  DeviceArray<kernels::FeatureCut> cuts_;
+  DeviceArray<std::uint32_t> cut_bits_;
+  DeviceArray<kernels::NodeOutcome> outcomes_;
+  DeviceArray<std::uint32_t> out_bits_;
+  DeviceArray<double> sums_;
+  DeviceArray<kernels::BatchSplit> splits_;
+  DeviceArray<std::uint32_t> split_bits_;
+  DeviceArray<long long> left_counts_;
+  kernels::DeviceRows rows_view_{};
+  kernels::DeviceTrees trees_view_{};
+};
+
+// The most trees a batch holds: more keep the device busier at the top levels, where a batch
+// has one node per tree.
+constexpr int kMaxSlots = 128;
+
+}  // namespace
+
+std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int device_id,
+                                                 double memory_fraction, std::string& why,
+                                                 std::string& device_name) {
+  if (!BatchGrowable(data, why)) return nullptr;
+  const device::CudaDeviceInfo info = device::QueryCudaDevice(device_id);
+  if (!info.usable) {
+    why = info.problem;
+    return nullptr;
+  }
+  const int width = data.spec.num_classes;
+  const int max_bins = data.mapper->MaxBins();
+  const std::size_t shared = kernels::HistogramBytes(max_bins, width) +
+                             static_cast<std::size_t>(data.mapper->num_features()) * sizeof(int);
+  if (shared > 200 * 1024) {
+    why = fmt::format(
+        "a histogram of {} bins x {} classes ({} KiB) exceeds a GPU block's shared "
+        "memory",
+        max_bins, width, shared / 1024);
+    return nullptr;
+  }
+  // Memory: the shared inputs, then per slot the bootstrap counts, row order and scratch (12
+  // bytes a row), with room for the node lists of a level.
+  const std::int64_t rows = data.bins->num_rows;
+  const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
+  const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 4) +
+                             (data.draws > 0 ? data.draws : rows) * 8 + (256ll << 20);
+  const std::int64_t per_slot = rows * 12 + (16ll << 20);
+  const std::int64_t fits = (budget - fixed) / per_slot;
+  if (fits < 1) {
+    why = fmt::format("the GPU's {:.1f} GiB within gpu_memory_fraction {} do not hold {} rows",
+                      double(budget) / double(1ll << 30), memory_fraction, rows);
+    return nullptr;
+  }
+  const int slots = static_cast<int>(std::min<std::int64_t>(fits, kMaxSlots));
+  device_name = info.name;
+  return std::make_unique<CudaBatchDevice>(data, slots);
+}
+
+}  // namespace tabforge::forest

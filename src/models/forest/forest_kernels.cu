@@ -1,0 +1,255 @@
+// The batch forest grower's kernels (declared in forest_kernels.h). A node's feature is
+// evaluated by one block: its rows' bins and bootstrap counts accumulate into a histogram in
+// shared memory (whole numbers, so in any order), then one thread runs the split search the CPU
+// runs (forest_split.h) over it. Partitions are stable: a block scan numbers each side's rows.
+#include <cub/block/block_scan.cuh>
+
+#include "device/cuda_check.h"
+#include "models/forest/forest_kernels.h"
+
+namespace tabforge::forest::kernels {
+namespace {
+
+constexpr int kScanThreads = 512;
+constexpr int kEvalThreads = 256;
+
+__device__ int BinAt(const DeviceRows& data, std::int32_t row, int feature) {
+  const std::size_t at = static_cast<std::size_t>(row) * data.stride + feature;
+  return data.bins8 != nullptr ? data.bins8[at] : data.bins16[at];
+}
+
+__global__ void FillWeights(std::uint32_t* weights, long long count, std::uint32_t value) {
+  for (long long at = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; at < count;
+       at += static_cast<long long>(gridDim.x) * blockDim.x) {
+    weights[at] = value;
+  }
+}
+
+__global__ void DrawBootstraps(std::uint32_t* weights, long long rows, int slots,
+                               std::uint64_t first_tree, std::uint64_t seed, long long draws) {
+  const long long total = draws * slots;
+  for (long long at = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; at < total;
+       at += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long slot = at / draws;
+    const long long draw = at - slot * draws;
+    const std::uint64_t stream = kBootstrapStream ^ Mix64(first_tree + std::uint64_t(slot));
+    const std::uint64_t row = RandomBelow(seed, stream, std::uint64_t(draw), std::uint64_t(rows));
+    atomicAdd(&weights[slot * rows + static_cast<long long>(row)], 1u);
+  }
+}
+
+// One block per slot: the rows drawn at least once, ascending.
+__global__ void __launch_bounds__(kScanThreads)
+    CompactRows(const std::uint32_t* weights, std::int32_t* order, long long rows,
+                long long* slot_rows) {
+  using Scan = cub::BlockScan<int, kScanThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ long long base;
+  const long long slot = blockIdx.x;
+  if (threadIdx.x == 0) base = 0;
+  __syncthreads();
+  for (long long first = 0; first < rows; first += kScanThreads) {
+    const long long row = first + threadIdx.x;
+    const int drawn = row < rows && weights[slot * rows + row] > 0 ? 1 : 0;
+    int offset = 0, total = 0;
+    Scan(scan).ExclusiveSum(drawn, offset, total);
+    if (drawn) order[slot * rows + base + offset] = static_cast<std::int32_t>(row);
+    __syncthreads();
+    if (threadIdx.x == 0) base += total;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) slot_rows[slot] = base;
+}
+
+// Block (node, position): the histogram of the feature at that position and its best cut. A
+// node that may not be split is marked by left_rows -1 in its position-0 cut.
+__global__ void __launch_bounds__(kEvalThreads)
+    EvaluateFeature(DeviceRows data, DeviceTrees trees, SplitRules rules, const BatchNode* nodes,
+                    int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
+                    int words, double* sums) {
+  extern __shared__ std::uint32_t shared[];
+  const int width = rules.width;
+  std::uint32_t* counts = shared;                                 // max_bins x width
+  std::uint32_t* bin_rows = counts + data.max_bins * width;       // max_bins
+  int* order = reinterpret_cast<int*>(bin_rows + data.max_bins);  // features (thread 0)
+  __shared__ int feature;
+  const BatchNode node = nodes[blockIdx.x];
+  const int position = blockIdx.y;
+  if (threadIdx.x == 0) {
+    feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
+                                rules.features, order);
+  }
+  for (int at = threadIdx.x; at < data.max_bins * (width + 1); at += blockDim.x) shared[at] = 0;
+  __syncthreads();
+  const long long base = static_cast<long long>(node.slot) * data.rows;
+  const std::int32_t* rows = trees.order + base;
+  const std::uint32_t* weights = trees.weights + base;
+  const int feature_index = feature;
+  for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
+    const std::int32_t row = rows[at];
+    const int bin = BinAt(data, row, feature_index);
+    atomicAdd(&counts[bin * width + data.classes[row]], weights[row]);
+    atomicAdd(&bin_rows[bin], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  const FeatureInfo info = data.features[feature_index];
+  const long long count = node.end - node.begin;
+  double parent[kMaxBatchClasses];
+  const bool splittable = NodeSplittable(rules, counts, info.num_bins, count, node.depth, parent);
+  if (first_position == 0 && position == 0) {
+    for (int k = 0; k < width; ++k)
+      sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
+  }
+  const long long slot = blockIdx.x * static_cast<long long>(positions) + position;
+  FeatureCut& cut = cuts[slot];
+  std::uint32_t* bits = cut_bits + slot * words;
+  for (int word = 0; word < words; ++word) bits[word] = 0;
+  FeatureCut best;
+  if (!splittable) {
+    best.improvement = kNoCut;
+    best.left_rows = -1;
+    best.feature = feature_index;
+    best.threshold_bin = best.categorical = best.cut_bin = best.default_left = 0;
+    cut = best;
+    return;
+  }
+  const double parent_score = SplitScore(rules, parent);
+  BestFeatureCut(rules, info, feature_index, counts, bin_rows, count, parent, parent_score,
+                 trees.threshold_keys[node.slot], node.key, best);
+  if (best.categorical && best.improvement > kNoCut) {
+    for (int bin = 0; bin <= best.cut_bin; ++bin) {
+      if (bin_rows[bin] != 0) bits[bin / 32] |= 1u << (bin % 32);
+    }
+  }
+  cut = best;
+}
+
+__global__ void CombineNodeCuts(const FeatureCut* cuts, const std::uint32_t* cut_bits, int words,
+                                int node_count, int positions, int first_valid_only,
+                                int more_remain, NodeOutcome* outcomes, std::uint32_t* out_bits) {
+  const int node = blockIdx.x * blockDim.x + threadIdx.x;
+  if (node >= node_count) return;
+  const FeatureCut* node_cuts = cuts + static_cast<long long>(node) * positions;
+  NodeOutcome outcome;
+  outcome.cut = node_cuts[0];
+  int chosen = -1;
+  if (node_cuts[0].left_rows < 0) {
+    outcome.status = kNodeLeaf;
+  } else {
+    outcome.status =
+        CombineCuts(node_cuts, positions, first_valid_only != 0, more_remain != 0, &chosen);
+    if (chosen >= 0) outcome.cut = node_cuts[chosen];
+  }
+  outcomes[node] = outcome;
+  std::uint32_t* bits = out_bits + static_cast<long long>(node) * words;
+  const std::uint32_t* from =
+      cut_bits + (static_cast<long long>(node) * positions + (chosen >= 0 ? chosen : 0)) * words;
+  for (int word = 0; word < words; ++word) bits[word] = chosen >= 0 ? from[word] : 0u;
+}
+
+// One block per split: each side's rows numbered by a block scan, written to the scratch in
+// order, then copied back.
+__global__ void __launch_bounds__(kScanThreads)
+    PartitionSplit(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
+                   const std::uint32_t* bits, long long* left_counts) {
+  using Scan = cub::BlockScan<int, kScanThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ long long left_seen;
+  const BatchSplit split = splits[blockIdx.x];
+  const long long base = static_cast<long long>(split.slot) * data.rows;
+  std::int32_t* order = trees.order + base;
+  std::int32_t* spare = trees.spare + base;
+  if (threadIdx.x == 0) left_seen = 0;
+  __syncthreads();
+  for (long long first = split.begin; first < split.end; first += kScanThreads) {
+    const long long at = first + threadIdx.x;
+    int left = 0;
+    std::int32_t row = 0;
+    if (at < split.end) {
+      row = order[at];
+      const int bin = BinAt(data, row, split.feature);
+      if (split.categorical) {
+        left =
+            bin / 32 < split.bits_words && ((bits[split.bits_begin + bin / 32] >> (bin % 32)) & 1u);
+      } else {
+        left = bin == split.missing_bin ? split.default_left : bin <= split.threshold_bin;
+      }
+    }
+    int offset = 0, total = 0;
+    Scan(scan).ExclusiveSum(left, offset, total);
+    if (at < split.end) {
+      const long long lefts_before = left_seen + offset;
+      const long long target =
+          left ? split.begin + lefts_before
+               : split.begin + split.left_rows + (at - split.begin - lefts_before);
+      if (target >= split.begin && target < split.end) spare[target] = row;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) left_seen += total;
+    __syncthreads();
+  }
+  for (long long at = split.begin + threadIdx.x; at < split.end; at += kScanThreads) {
+    order[at] = spare[at];
+  }
+  if (threadIdx.x == 0) left_counts[blockIdx.x] = left_seen;
+}
+
+int GridFor(long long count, int threads) {
+  const long long blocks = (count + threads - 1) / threads;
+  return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
+}  // namespace
+
+void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
+                std::uint64_t first_tree, std::uint64_t seed, long long draws,
+                long long* slot_rows) {
+  const long long cells = data.rows * slots;
+  if (draws > 0) {
+    FillWeights<<<GridFor(cells, 256), 256>>>(trees.weights, cells, 0u);
+    DrawBootstraps<<<GridFor(draws * slots, 256), 256>>>(trees.weights, data.rows, slots,
+                                                         first_tree, seed, draws);
+  } else {
+    FillWeights<<<GridFor(cells, 256), 256>>>(trees.weights, cells, 1u);
+  }
+  TFG_CUDA_CHECK(cudaGetLastError());
+  CompactRows<<<slots, kScanThreads>>>(trees.weights, trees.order, data.rows, slot_rows);
+  TFG_CUDA_CHECK(cudaGetLastError());
+}
+
+std::size_t HistogramBytes(int max_bins, int width) {
+  return static_cast<std::size_t>(max_bins) * (width + 1) * sizeof(std::uint32_t);
+}
+
+void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
+                   const BatchNode* nodes, int node_count, int first_position, int positions,
+                   FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
+                   NodeOutcome* outcomes, std::uint32_t* out_bits) {
+  if (node_count == 0) return;
+  const std::size_t shared = HistogramBytes(data.max_bins, rules.width) +
+                             static_cast<std::size_t>(rules.features) * sizeof(int);
+  static thread_local std::size_t opted_in = 0;
+  if (shared > 48 * 1024 && shared > opted_in) {
+    TFG_CUDA_CHECK(cudaFuncSetAttribute(
+        EvaluateFeature, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+    opted_in = shared;
+  }
+  const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
+  EvaluateFeature<<<grid, kEvalThreads, shared>>>(data, trees, rules, nodes, first_position,
+                                                  positions, cuts, cut_bits, words, sums);
+  TFG_CUDA_CHECK(cudaGetLastError());
+  CombineNodeCuts<<<(node_count + 127) / 128, 128>>>(
+      cuts, cut_bits, words, node_count, positions, first_position > 0 ? 1 : 0,
+      first_position + positions < rules.features ? 1 : 0, outcomes, out_bits);
+  TFG_CUDA_CHECK(cudaGetLastError());
+}
+
+void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
+                    int split_count, const std::uint32_t* bits, long long* left_counts) {
+  if (split_count == 0) return;
+  PartitionSplit<<<split_count, kScanThreads>>>(data, trees, splits, bits, left_counts);
+  TFG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tabforge::forest::kernels

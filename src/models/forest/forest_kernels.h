@@ -1,0 +1,88 @@
+// The batch grower's work items and the CUDA kernels that do them (forest_kernels.cu), called by
+// the CUDA forest device (forest_cuda.cc). Plain C++17 (the kernels' dialect): device pointers,
+// sizes and POD parameters only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "models/forest/forest_split.h"
+
+namespace tabforge::forest::kernels {
+
+// A node to evaluate: rows [begin, end) of its tree's slot of the row order.
+struct BatchNode {
+  long long begin;
+  long long end;
+  std::uint64_t key;
+  int slot;
+  int depth;
+};
+
+// A node to split: its rows [begin, end) are partitioned in place, the rows going left first
+// (in order), then the others (in order).
+struct BatchSplit {
+  long long begin;
+  long long end;
+  long long left_rows;  // the split's count, checked against the partition's
+  int slot;
+  int feature;
+  int categorical;
+  int threshold_bin;  // numeric: bins <= it go left
+  int missing_bin;
+  int default_left;
+  int bits_begin;  // categorical: bit b of words [bits_begin, ...) set = bin b goes left
+  int bits_words;
+};
+
+// A node's outcome: its status (NodeStatus) and chosen cut.
+struct NodeOutcome {
+  FeatureCut cut;
+  int status;
+};
+
+// The trees' fixed inputs on the device.
+struct DeviceRows {
+  const std::uint8_t* bins8;  // row-major bins, one of the two set
+  const std::uint16_t* bins16;
+  int stride;  // features per row
+  const std::int32_t* classes;
+  long long rows;
+  const FeatureInfo* features;  // per feature (upper_bounds point into device memory)
+  int max_bins;
+};
+
+// The slots' per-tree state: weights[slot * rows + row] (bootstrap counts) and the slot's row
+// order order[slot * rows + i], i < slot_rows[slot]; per slot the randomness keys.
+struct DeviceTrees {
+  std::uint32_t* weights;
+  std::int32_t* order;
+  std::int32_t* spare;  // partition scratch, as large as order
+  const std::uint64_t* order_keys;
+  const std::uint64_t* threshold_keys;
+};
+
+// Draws the bootstraps of trees first_tree .. first_tree + slots - 1 (`draws` rows each, or
+// every row once when `draws` is 0) into the slots' weights and row orders (ascending distinct
+// rows); slot_rows[slot] receives their count.
+void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
+                std::uint64_t first_tree, std::uint64_t seed, long long draws,
+                long long* slot_rows);
+
+// Shared memory a histogram of one feature takes for `max_bins` bins of `width` classes.
+std::size_t HistogramBytes(int max_bins, int width);
+
+// For each node and each position [first_position, first_position + positions) of its feature
+// order: the feature's histogram and best cut into cuts[node * positions + at] (and the cut's
+// bin words into cut_bits); the position-0 pass writes the node's class sums (sums[node * width
+// + k]); then each node's cuts are combined into outcomes[node] and out_bits[node * words ..].
+void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
+                   const BatchNode* nodes, int node_count, int first_position, int positions,
+                   FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
+                   NodeOutcome* outcomes, std::uint32_t* out_bits);
+
+// Partitions each split's rows (BatchSplit); left_counts[i] receives the rows sent left.
+void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
+                    int split_count, const std::uint32_t* bits, long long* left_counts);
+
+}  // namespace tabforge::forest::kernels

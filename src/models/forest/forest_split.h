@@ -1,0 +1,272 @@
+// The forest's randomness keys and the split search of one feature from its per-bin sums, shared
+// by the batch grower's host loops (forest_batch.cc) and its CUDA kernels (forest_kernels.cu).
+// They follow ForestTreeGrower's TryFeature and TryExtraTreesNumeric cut for cut, so both grow
+// the same trees: class sums are whole bootstrap counts, exact in any order, and the scores are
+// computed by the same operations in the same order. Plain C++17 (the kernels' dialect).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "core/host_device.h"
+#include "core/random.h"
+
+namespace tabforge::forest::kernels {
+
+inline constexpr std::uint64_t kFeatureOrderStream = 0x666f7264;  // "ford"
+inline constexpr std::uint64_t kThresholdStream = 0x74687264;     // "thrd"
+inline constexpr std::uint64_t kBootstrapStream = 0x626f6f74;     // "boot"
+
+// A node's key names it by its path from the root (key 0), so the randomness of a node does
+// not depend on the order in which nodes are grown (depth-first, best-first or level by level).
+TFG_HOST_DEVICE inline std::uint64_t ChildNodeKey(std::uint64_t parent, int side) {
+  return Mix64(parent * 2 + 1 + std::uint64_t(side));
+}
+
+// The feature tried at `position` of a node's random order (Fisher-Yates, drawn as far as
+// needed): `order` holds `features` entries of scratch.
+TFG_HOST_DEVICE inline int FeatureAtPosition(std::uint64_t order_key, std::uint64_t node_key,
+                                             int position, int features, int* order) {
+  for (int feature = 0; feature < features; ++feature) order[feature] = feature;
+  for (int at = 0; at <= position; ++at) {
+    const std::uint64_t pick = at + KeyedBelow(order_key, node_key * 65537 + std::uint64_t(at),
+                                               std::uint64_t(features - at));
+    const int swapped = order[at];
+    order[at] = order[pick];
+    order[pick] = swapped;
+  }
+  return order[position];
+}
+
+enum SplitCriterion : int { kCriterionGini = 0, kCriterionEntropy = 1 };
+
+// The most classes the batch grower handles (its scratch lives in registers and shared memory).
+inline constexpr int kMaxBatchClasses = 64;
+inline constexpr double kNoCut = -std::numeric_limits<double>::infinity();
+
+// How every node is split (TreeSpec's fields for classification).
+struct SplitRules {
+  int criterion;
+  int width;  // classes
+  int features;
+  int features_per_node;
+  int max_depth;  // 0: none
+  long long min_samples_split;
+  long long min_samples_leaf;
+  int extra_trees;
+  // criterion entropy: xlogx[n] = n * log(n) for whole n (0 at 0), the host's std::log, so the
+  // device's scores are the host's bits.
+  const double* xlogx;
+};
+
+// One feature's bins as the search reads them.
+struct FeatureInfo {
+  int num_bins;
+  int categorical;
+  const double* upper_bounds;  // numeric: value bin b's upper bound
+};
+
+// The best cut of one feature (improvement -infinity: none).
+struct FeatureCut {
+  double improvement;
+  long long left_rows;  // distinct rows going left
+  int feature;
+  int threshold_bin;  // numeric: bins <= it go left
+  int categorical;    // then the bins in use up to cut_bin go left
+  int cut_bin;
+  int default_left;  // numeric: missing values go left
+};
+
+TFG_HOST_DEVICE inline double SplitScore(const SplitRules& rules, const double* sums) {
+  if (rules.criterion == kCriterionGini) {
+    double total = 0, squares = 0;
+    for (int k = 0; k < rules.width; ++k) {
+      total += sums[k];
+      squares += sums[k] * sums[k];
+    }
+    return total > 0 ? squares / total : 0.0;
+  }
+  double total = 0, terms = 0;
+  for (int k = 0; k < rules.width; ++k) {
+    if (sums[k] > 0) terms += rules.xlogx[static_cast<long long>(sums[k])];
+    total += sums[k];
+  }
+  return total > 0 ? terms - rules.xlogx[static_cast<long long>(total)] : 0.0;
+}
+
+// ForestTreeGrower::Keep: the cut with left sums `left` replaces `best` when it improves more.
+TFG_HOST_DEVICE inline bool KeepCut(const SplitRules& rules, const double* left,
+                                    long long left_rows, const double* parent, double parent_score,
+                                    FeatureCut& best) {
+  double right[kMaxBatchClasses];
+  for (int k = 0; k < rules.width; ++k) right[k] = parent[k] - left[k];
+  const double improvement = SplitScore(rules, left) + SplitScore(rules, right) - parent_score;
+  if (!(improvement > best.improvement)) return false;
+  best.improvement = improvement;
+  best.left_rows = left_rows;
+  return true;
+}
+
+// The node's sums and whether it may be split (ForestTreeGrower::FindSplit's checks before
+// the features): from any feature's histogram, every row being in one bin. `parent` receives
+// the class sums.
+TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const std::uint32_t* counts,
+                                           int num_bins, long long count, int depth,
+                                           double* parent) {
+  for (int k = 0; k < rules.width; ++k) parent[k] = 0;
+  for (int bin = 0; bin < num_bins; ++bin) {
+    for (int k = 0; k < rules.width; ++k) parent[k] += double(counts[bin * rules.width + k]);
+  }
+  if (count < rules.min_samples_split || count < 2 * rules.min_samples_leaf) return false;
+  if (rules.max_depth > 0 && depth >= rules.max_depth) return false;
+  double total = 0, largest = 0;
+  for (int k = 0; k < rules.width; ++k) {
+    total += parent[k];
+    largest = parent[k] > largest ? parent[k] : largest;
+  }
+  return largest < total;
+}
+
+// The best cut of `feature` on a node of `count` distinct rows from its histogram: counts[bin *
+// width + k] the weighted rows of class k, rows[bin] the distinct rows. Extremely randomized
+// trees draw their one cut from `threshold_key` as the CPU grower does. Returns whether the
+// feature varies in the node.
+TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const FeatureInfo& info,
+                                           int feature, const std::uint32_t* counts,
+                                           const std::uint32_t* rows, long long count,
+                                           const double* parent, double parent_score,
+                                           std::uint64_t threshold_key, std::uint64_t node_key,
+                                           FeatureCut& best) {
+  const int width = rules.width;
+  const int num_bins = info.num_bins;
+  const int missing_bin = num_bins - 1;
+  const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
+  double left[kMaxBatchClasses];
+  best.improvement = kNoCut;
+  best.feature = feature;
+  best.categorical = info.categorical;
+  best.default_left = 0;
+  best.threshold_bin = 0;
+  best.cut_bin = 0;
+  best.left_rows = 0;
+  if (rules.extra_trees && !info.categorical) {
+    // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
+    int low_bin = missing_bin, high_bin = -1;
+    for (int bin = 0; bin < missing_bin; ++bin) {
+      if (rows[bin] == 0) continue;
+      low_bin = bin < low_bin ? bin : low_bin;
+      high_bin = bin;
+    }
+    const long long missing_rows = rows[missing_bin];
+    if (high_bin < 0 || (low_bin == high_bin && missing_rows == 0)) return false;
+    int threshold = high_bin;
+    if (low_bin < high_bin) {
+      const double low = info.upper_bounds[low_bin];
+      const double high = info.upper_bounds[high_bin - 1];
+      const double drawn = low + (high - low) * KeyedUniform(threshold_key, counter);
+      threshold = low_bin;  // the first bound in [low_bin, high_bin - 1) reaching it
+      while (threshold < high_bin - 1 && info.upper_bounds[threshold] < drawn) ++threshold;
+    }
+    long long left_rows = 0;
+    for (int k = 0; k < width; ++k) left[k] = 0;
+    for (int bin = low_bin; bin <= threshold; ++bin) {
+      left_rows += rows[bin];
+      for (int k = 0; k < width; ++k) left[k] += double(counts[bin * width + k]);
+    }
+    for (int missing_left = 0; missing_left < (missing_rows > 0 ? 2 : 1); ++missing_left) {
+      if (missing_left && low_bin == high_bin) break;
+      if (missing_left) {
+        for (int k = 0; k < width; ++k) left[k] += double(counts[missing_bin * width + k]);
+        left_rows += missing_rows;
+      }
+      if (left_rows < rules.min_samples_leaf || count - left_rows < rules.min_samples_leaf) {
+        continue;
+      }
+      if (KeepCut(rules, left, left_rows, parent, parent_score, best)) {
+        best.threshold_bin = threshold;
+        best.default_left = missing_left;
+      }
+    }
+    return true;
+  }
+  // TryFeature: every cut between the node's bins in order; a numeric feature's missing bin
+  // is set aside and joins whichever side gains more.
+  int values = 0, used = 0;
+  for (int bin = 0; bin < num_bins; ++bin) used += rows[bin] != 0;
+  if (used < 2) return false;
+  const bool has_missing = !info.categorical && rows[missing_bin] != 0;
+  const int value_bins = has_missing ? missing_bin : num_bins;  // bins swept
+  values = has_missing ? used - 1 : used;
+  const int last = has_missing ? values - 1 : values - 2;
+  int only_cut = -1;
+  if (rules.extra_trees) {
+    only_cut = static_cast<int>(KeyedBelow(threshold_key, counter, std::uint64_t(last) + 1));
+  }
+  for (int missing_left = 0; missing_left < (has_missing ? 2 : 1); ++missing_left) {
+    for (int k = 0; k < width; ++k) left[k] = 0;
+    long long left_rows = 0;
+    if (missing_left) {
+      for (int k = 0; k < width; ++k) left[k] = double(counts[missing_bin * width + k]);
+      left_rows = rows[missing_bin];
+    }
+    int bin = -1;  // used_[cut]
+    for (int cut = 0; cut <= last; ++cut) {
+      if (cut < values) {
+        do {
+          ++bin;
+        } while (rows[bin] == 0);
+        for (int k = 0; k < width; ++k) left[k] += double(counts[bin * width + k]);
+        left_rows += rows[bin];
+      }
+      if (cut == values - 1 && missing_left) break;
+      if (only_cut >= 0 && cut != only_cut) continue;
+      if (left_rows < rules.min_samples_leaf) continue;
+      if (count - left_rows < rules.min_samples_leaf) break;
+      if (KeepCut(rules, left, left_rows, parent, parent_score, best)) {
+        best.default_left = missing_left;
+        best.cut_bin = bin;
+        if (info.categorical) {
+          best.threshold_bin = 0;
+        } else if (cut + 1 < values) {
+          int next = bin + 1;
+          while (next < value_bins && rows[next] == 0) ++next;
+          const int midway = (bin + next - 1) / 2;
+          best.threshold_bin = midway > bin ? midway : bin;
+        } else {
+          best.threshold_bin = bin;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// A node's outcome from its features' cuts.
+enum NodeStatus : int {
+  kNodeLeaf = 0,      // may not be split (size, depth, purity)
+  kNodeSplit = 1,     // `cut` is its split
+  kNodeNoSplit = 2,   // every feature needed was tried, none gave a valid split
+  kNodeNeedsMore = 3  // the first features_per_node gave none; the rest must be tried
+};
+
+// Combines a node's cuts of positions [first, first + positions) of its feature order in order,
+// the earlier winning ties (ForestTreeGrower's shared best). The first pass covers positions
+// [0, features_per_node); when it finds nothing, the CPU goes on one feature at a time until a
+// valid split turns up, which the second pass (`first_valid_only`, the remaining positions)
+// reproduces by taking the first valid cut.
+TFG_HOST_DEVICE inline int CombineCuts(const FeatureCut* cuts, int positions, bool first_valid_only,
+                                       bool more_remain, int* chosen) {
+  *chosen = -1;
+  double best = kNoCut;
+  for (int at = 0; at < positions; ++at) {
+    if (cuts[at].improvement > best) {
+      best = cuts[at].improvement;
+      *chosen = at;
+      if (first_valid_only) break;
+    }
+  }
+  if (*chosen >= 0) return kNodeSplit;
+  return more_remain ? kNodeNeedsMore : kNodeNoSplit;
+}
+
+}  // namespace tabforge::forest::kernels

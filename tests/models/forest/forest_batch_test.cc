@@ -1,0 +1,74 @@
+// The batch grower's host loops grow the CPU grower's trees: the replay of its split order over
+// nodes evaluated level by level, the split search from histograms, the partitions.
+#include "models/forest/forest_batch.h"
+
+#include <gtest/gtest.h>
+
+#include "data/csv_reader.h"
+#include "features/pipeline.h"
+#include "models/adult_features.h"
+#include "models/forest/forest_parity.h"
+#include "test_support.h"
+
+namespace tabforge::forest {
+namespace {
+
+using parity::Bind;
+using parity::ExpectSameTrees;
+using parity::MakeParityData;
+using parity::MakeSynthetic;
+
+TreeSpec Spec(Criterion criterion, int features_per_node, int max_leaf_nodes, bool extra) {
+  TreeSpec spec;
+  spec.criterion = criterion;
+  spec.features_per_node = features_per_node;
+  spec.max_leaf_nodes = max_leaf_nodes;
+  spec.extra_trees = extra;
+  return spec;
+}
+
+TEST(ForestBatch, SyntheticTreesMatchTheCpuGrower) {
+  const parity::Synthetic data = MakeSynthetic(3000, false, 21);
+  struct Case {
+    TreeSpec spec;
+    bool bootstrap;
+    const char* what;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Spec(Criterion::kGini, 2, 0, false), true, "RF gini depth-first"});
+  cases.push_back({Spec(Criterion::kEntropy, 2, 40, false), true, "RF entropy best-first 40"});
+  cases.push_back({Spec(Criterion::kGini, 3, 0, true), false, "XT gini depth-first"});
+  cases.push_back({Spec(Criterion::kEntropy, 1, 25, true), true, "XT entropy best-first 25"});
+  TreeSpec limited = Spec(Criterion::kGini, 7, 0, false);
+  limited.max_depth = 6;
+  limited.min_samples_leaf = 4;
+  limited.min_samples_split = 12;
+  limited.min_impurity_decrease = 2e-4;
+  cases.push_back({limited, true, "RF limits"});
+  for (const Case& test_case : cases) {
+    parity::ParityData parity_data =
+        MakeParityData(data.features, data.labels, 3, test_case.spec, test_case.bootstrap, 5);
+    const BatchData& batch = Bind(parity_data);
+    const auto device = MakeHostBatchDevice(batch, 3);
+    ExpectSameTrees(*device, batch, 5, test_case.what);
+  }
+}
+
+TEST(ForestBatch, AdultTreesMatchTheCpuGrower) {
+  TFG_REQUIRE_DATASETS();
+  const tabforge::testing::AdultFeatures adult = tabforge::testing::LoadAdultFeatures();
+  const int features =
+      static_cast<int>(adult.train.numeric_info.size() + adult.train.categorical_info.size());
+  const int per_node = static_cast<int>(std::sqrt(double(features)));
+  for (bool extra : {false, true}) {
+    parity::ParityData data = MakeParityData(
+        adult.train, adult.train_labels, 2,
+        Spec(extra ? Criterion::kEntropy : Criterion::kGini, per_node, 15000, extra), true, 3);
+    const BatchData& batch = Bind(data);
+    const auto device = MakeHostBatchDevice(batch, 2);
+    ExpectSameTrees(*device, batch, 2, extra ? "Adult XT" : "Adult RF");
+  }
+}
+
+}  // namespace
+}  // namespace tabforge::forest

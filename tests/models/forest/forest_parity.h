@@ -1,0 +1,135 @@
+// Trees grown by ForestTreeGrower (the CPU) and by the batch grower on a device, for the
+// parity tests of the host loops (forest_batch_test) and of the CUDA kernels
+// (forest_cuda_test).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "core/serialize.h"
+#include "features/feature_matrix.h"
+#include "models/forest/forest_batch.h"
+#include "models/forest/forest_grower.h"
+
+namespace tabforge::forest::parity {
+
+// A small problem: 6 numeric features (one with missing values), one categorical, and a label
+// that depends on several of them (classes: 3, or a regression target).
+struct Synthetic {
+  features::FeatureMatrix features;
+  std::vector<double> labels;
+};
+
+Synthetic MakeSynthetic(std::int64_t rows, bool regression, std::uint64_t seed) {
+  Synthetic data;
+  features::FeatureMatrix& x = data.features;
+  x.num_rows = rows;
+  const int numeric = 6;
+  x.numeric.resize(static_cast<std::size_t>(rows) * numeric);
+  for (int f = 0; f < numeric; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
+  x.categorical.resize(static_cast<std::size_t>(rows));
+  x.categorical_info.push_back({"c", "c", 5});
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (int f = 0; f < numeric; ++f) {
+      x.numeric[f * rows + row] = static_cast<float>(RandomUniform(seed, f, row) * 4 - 2);
+    }
+    if (RandomUniform(seed, 99, row) < 0.1) x.numeric[5 * rows + row] = std::nanf("");
+    x.categorical[row] = static_cast<std::int32_t>(RandomUniform(seed, 77, row) * 5);
+    const double signal =
+        x.numeric[row] * x.numeric[rows + row] + std::sin(x.numeric[2 * rows + row]) +
+        (x.categorical[row] == 3 ? 1.5 : 0.0) + 0.5 * RandomUniform(seed, 55, row);
+    data.labels.push_back(regression ? signal : (signal < -0.3 ? 0.0 : signal < 0.8 ? 1.0 : 2.0));
+  }
+  return data;
+}
+
+// Binned rows and classes a batch reads (owning what BatchData borrows).
+struct ParityData {
+  tree::BinMapper mapper;
+  tree::BinMatrix bins;
+  std::vector<std::int32_t> classes;
+  BatchData batch;
+};
+
+inline ParityData MakeParityData(const features::FeatureMatrix& features,
+                                 const std::vector<double>& labels, int num_classes,
+                                 const TreeSpec& spec, bool bootstrap, std::uint64_t seed) {
+  ParityData data;
+  data.mapper = tree::BinMapper::Fit(features, tree::BinningOptions{}, 0);
+  data.bins = tree::ApplyBins(data.mapper, features, 0);
+  for (double label : labels) data.classes.push_back(static_cast<std::int32_t>(label));
+  data.batch.spec = spec;
+  data.batch.spec.num_classes = num_classes;
+  data.batch.seed = seed;
+  data.batch.draws = bootstrap ? features.num_rows : 0;
+  return data;
+}
+
+// Points the batch at the data's members (after the data has settled in memory).
+inline const BatchData& Bind(ParityData& data) {
+  data.batch.bins = &data.bins;
+  data.batch.mapper = &data.mapper;
+  data.batch.classes = data.classes.data();
+  return data.batch;
+}
+
+// Trees [0, count) grown by ForestTreeGrower on the batch's bootstraps.
+inline void CpuTrees(const BatchData& batch, int count, std::vector<tree::Tree>& trees,
+                     std::vector<std::vector<double>>& outputs) {
+  TrainingRows rows;
+  rows.bins = batch.bins;
+  rows.mapper = batch.mapper;
+  rows.classes = batch.classes;
+  ForestTreeGrower grower(rows, batch.spec);
+  const std::int64_t num_rows = batch.bins->num_rows;
+  for (int tree_index = 0; tree_index < count; ++tree_index) {
+    std::vector<std::uint32_t> weights(static_cast<std::size_t>(num_rows), batch.draws > 0 ? 0 : 1);
+    const std::uint64_t stream = kernels::kBootstrapStream ^ Mix64(std::uint64_t(tree_index));
+    for (std::int64_t draw = 0; draw < batch.draws; ++draw) {
+      ++weights[RandomBelow(batch.seed, stream, std::uint64_t(draw), std::uint64_t(num_rows))];
+    }
+    std::vector<std::int32_t> rows_of_tree;
+    for (std::int64_t row = 0; row < num_rows; ++row) {
+      if (weights[row] > 0) rows_of_tree.push_back(static_cast<std::int32_t>(row));
+    }
+    outputs.emplace_back();
+    trees.push_back(grower.Grow(rows_of_tree, weights.data(), batch.seed, std::uint64_t(tree_index),
+                                outputs.back()));
+  }
+}
+
+inline std::string TreeBytes(const tree::Tree& tree) {
+  ByteWriter writer;
+  tree.Write(writer);
+  return writer.bytes();
+}
+
+// Grows `count` trees on `device` in batches of its slots and expects every tree and leaf
+// output to equal the CPU grower's.
+inline void ExpectSameTrees(BatchDevice& device, const BatchData& batch, int count,
+                            const std::string& what) {
+  std::vector<tree::Tree> cpu_trees, batch_trees;
+  std::vector<std::vector<double>> cpu_outputs, batch_outputs;
+  CpuTrees(batch, count, cpu_trees, cpu_outputs);
+  for (int first = 0; first < count; first += device.slots()) {
+    GrowTreeBatch(device, batch, std::uint64_t(first), std::min(device.slots(), count - first),
+                  batch_trees, batch_outputs);
+  }
+  ASSERT_EQ(batch_trees.size(), cpu_trees.size()) << what;
+  int leaves = 0;
+  for (int tree_index = 0; tree_index < count; ++tree_index) {
+    EXPECT_EQ(TreeBytes(batch_trees[tree_index]), TreeBytes(cpu_trees[tree_index]))
+        << what << ": tree " << tree_index << " (" << batch_trees[tree_index].num_leaves()
+        << " leaves, the CPU's " << cpu_trees[tree_index].num_leaves() << ")";
+    EXPECT_EQ(batch_outputs[tree_index], cpu_outputs[tree_index])
+        << what << ": tree " << tree_index;
+    leaves += cpu_trees[tree_index].num_leaves();
+  }
+  EXPECT_GT(leaves, 2 * count) << what << ": the trees should split";
+}
+
+}  // namespace tabforge::forest::parity
