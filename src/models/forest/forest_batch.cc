@@ -32,14 +32,15 @@ struct NodeRecord {
   int depth = 0;
   int status = -1;  // NodeStatus; -1 while not evaluated
   FeatureCut cut{};
-  std::vector<std::uint32_t> bits;  // categorical cut: the bins going left
-  std::vector<double> sums;         // class sums
-  int children[2] = {-1, -1};       // set when split on the device
+  int bits_at = -1;            // categorical cut: its bin words in TreeState::bits
+  int children[2] = {-1, -1};  // set when split on the device
 };
 
 // One tree: its nodes and the replay of the CPU grower's order of splits over them.
 struct TreeState {
   std::vector<NodeRecord> nodes;
+  std::vector<double> sums;         // per node, its class sums
+  std::vector<std::uint32_t> bits;  // the categorical cuts' bin words
   tree::Tree tree{0.0};
   std::vector<int> leaf_node;                 // per leaf of `tree`: its node
   std::vector<std::pair<double, int>> queue;  // best-first: a heap of (improvement, leaf)
@@ -54,7 +55,7 @@ bool Before(const std::pair<double, int>& a, const std::pair<double, int>& b) {
   return a.first < b.first || (a.first == b.first && a.second > b.second);
 }
 
-tree::LeafSplit LeafSplitOf(const NodeRecord& node) {
+tree::LeafSplit LeafSplitOf(const TreeState& state, const NodeRecord& node) {
   tree::LeafSplit split;
   split.gain = node.cut.improvement;
   split.feature = node.cut.feature;
@@ -63,7 +64,8 @@ tree::LeafSplit LeafSplitOf(const NodeRecord& node) {
   split.threshold_bin = node.cut.threshold_bin;
   if (split.categorical) {
     // The CPU grower's bit vector ends at the word of its last bin.
-    split.left_bins.assign(node.bits.begin(), node.bits.begin() + (node.cut.cut_bin / 32 + 1));
+    const auto first = state.bits.begin() + node.bits_at;
+    split.left_bins.assign(first, first + (node.cut.cut_bin / 32 + 1));
   }
   return split;
 }
@@ -124,7 +126,7 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     } else {
       state.stack.pop_back();
     }
-    const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(node), mapper);
+    const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(state, node), mapper);
     TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
               "batch replay: new leaf {} where {} was expected", new_leaf, state.leaf_node.size());
     const int left = node.children[0], right = node.children[1];
@@ -134,6 +136,13 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     push(leaf);
   }
   state.done = true;
+}
+
+// Keeps a categorical cut's bin words (`words` at `bits`) with the tree.
+void KeepBits(TreeState& state, NodeRecord& node, const std::uint32_t* bits, int words) {
+  if (node.status != kernels::kNodeSplit || !node.cut.categorical) return;
+  node.bits_at = static_cast<int>(state.bits.size());
+  state.bits.insert(state.bits.end(), bits, bits + words);
 }
 
 }  // namespace
@@ -205,6 +214,7 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     NodeRecord root;
     root.end = slot_rows[slot];
     states[slot].nodes.push_back(root);
+    states[slot].sums.resize(std::size_t(width));
     eval_ids.push_back({slot, 0});
     eval_nodes.push_back(BatchNode{0, root.end, 0, slot, 0});
   }
@@ -225,10 +235,10 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       NodeRecord& node = state.nodes[eval_ids[at].second];
       node.status = outcomes[at].status;
       node.cut = outcomes[at].cut;
-      node.sums.assign(sums.begin() + std::ptrdiff_t(at) * width,
-                       sums.begin() + std::ptrdiff_t(at + 1) * width);
-      node.bits.assign(bits.begin() + std::ptrdiff_t(at) * words,
-                       bits.begin() + std::ptrdiff_t(at + 1) * words);
+      std::copy(sums.begin() + std::ptrdiff_t(at) * width,
+                sums.begin() + std::ptrdiff_t(at + 1) * width,
+                state.sums.begin() + std::ptrdiff_t(eval_ids[at].second) * width);
+      KeepBits(state, node, bits.data() + at * std::size_t(words), words);
       if (node.status == kernels::kNodeNeedsMore) {
         more_ids.push_back(eval_ids[at]);
         more_nodes.push_back(eval_nodes[at]);
@@ -239,18 +249,18 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       device.Evaluate(more_nodes, first_positions, features - first_positions, outcomes, unused,
                       bits);
       for (std::size_t at = 0; at < more_ids.size(); ++at) {
-        NodeRecord& node = states[more_ids[at].first].nodes[more_ids[at].second];
+        TreeState& state = states[more_ids[at].first];
+        NodeRecord& node = state.nodes[more_ids[at].second];
         node.status = outcomes[at].status;
         node.cut = outcomes[at].cut;
-        node.bits.assign(bits.begin() + std::ptrdiff_t(at) * words,
-                         bits.begin() + std::ptrdiff_t(at + 1) * words);
+        KeepBits(state, node, bits.data() + at * std::size_t(words), words);
       }
     }
     for (const auto& [slot, index] : eval_ids) {
       TreeState& state = states[slot];
       NodeRecord& node = state.nodes[index];
       if (index == 0) {
-        for (double value : node.sums) state.root_weight += value;
+        for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
       }
       if (node.status == kernels::kNodeSplit) {
         // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
@@ -286,7 +296,12 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         split.default_left = node.cut.default_left;
         split.bits_begin = static_cast<int>(split_bits.size());
         split.bits_words = words;
-        split_bits.insert(split_bits.end(), node.bits.begin(), node.bits.end());
+        if (node.bits_at >= 0) {
+          split_bits.insert(split_bits.end(), state.bits.begin() + node.bits_at,
+                            state.bits.begin() + node.bits_at + words);
+        } else {
+          split_bits.resize(split_bits.size() + std::size_t(words), 0u);
+        }
         splits.push_back(split);
         for (int side = 0; side < 2; ++side) {
           NodeRecord child;
@@ -298,7 +313,8 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
           state.nodes[index].children[side] = child_index;
           eval_ids.push_back({slot, child_index});
           eval_nodes.push_back(BatchNode{child.begin, child.end, child.key, slot, child.depth});
-          state.nodes.push_back(std::move(child));
+          state.nodes.push_back(child);
+          state.sums.resize(state.nodes.size() * std::size_t(width));
         }
       }
     }
@@ -315,10 +331,12 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     TFG_CHECK(state.done, "batch forest: tree {} unfinished", first_tree + std::uint64_t(slot));
     std::vector<double> leaf_outputs;
     for (int node_index : state.leaf_node) {
-      const std::vector<double>& node_sums = state.nodes[node_index].sums;
+      const double* node_sums = state.sums.data() + std::ptrdiff_t(node_index) * width;
       double total = 0;
-      for (double value : node_sums) total += value;
-      for (double value : node_sums) leaf_outputs.push_back(total > 0 ? value / total : 0.0);
+      for (int k = 0; k < width; ++k) total += node_sums[k];
+      for (int k = 0; k < width; ++k) {
+        leaf_outputs.push_back(total > 0 ? node_sums[k] / total : 0.0);
+      }
     }
     state.tree.Compact();
     trees.push_back(std::move(state.tree));
