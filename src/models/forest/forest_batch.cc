@@ -181,6 +181,10 @@ bool BatchGrowable(const BatchData& data, std::string& why) {
         "CPU's order gives the CPU's trees)";
     return false;
   }
+  if (data.mapper->num_features() == 0) {
+    why = "no feature has bins to split on";
+    return false;
+  }
   if (data.spec.num_classes > kernels::kMaxBatchClasses) {
     why = fmt::format("{} classes is above the {} the GPU forest handles", data.spec.num_classes,
                       kernels::kMaxBatchClasses);
@@ -294,13 +298,12 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         split.threshold_bin = node.cut.threshold_bin;
         split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
         split.default_left = node.cut.default_left;
-        split.bits_begin = static_cast<int>(split_bits.size());
-        split.bits_words = words;
+        // Only categorical splits carry bin words.
+        split.bits_begin = static_cast<long long>(split_bits.size());
+        split.bits_words = node.bits_at >= 0 ? words : 0;
         if (node.bits_at >= 0) {
           split_bits.insert(split_bits.end(), state.bits.begin() + node.bits_at,
                             state.bits.begin() + node.bits_at + words);
-        } else {
-          split_bits.resize(split_bits.size() + std::size_t(words), 0u);
         }
         splits.push_back(split);
         for (int side = 0; side < 2; ++side) {

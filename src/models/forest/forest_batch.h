@@ -71,9 +71,9 @@ std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slot
 
 // The CUDA device on GPU `device_id` within `memory_fraction` of its free memory, or null
 // with `why` (no usable GPU, a CPU-only build, too little memory). `device_name` receives the
-// GPU's name.
+// GPU's name. `max_slots` (0: as many as fit, up to 128) caps the trees of a batch.
 std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int device_id,
                                                  double memory_fraction, std::string& why,
-                                                 std::string& device_name);
+                                                 std::string& device_name, int max_slots = 0);
 
 }  // namespace tabforge::forest

@@ -17,6 +17,10 @@ namespace {
 
 using device::DeviceArray;
 
+// The most device memory the node lists of one Evaluate or Partition launch take: longer lists
+// go in parts (nodes are independent, so the parts give the same results).
+constexpr std::int64_t kCallBytes = 256ll << 20;
+
 // Grows `array` to at least `count` elements (by half again, so levels of growing size do not
 // reallocate every time).
 template <typename T>
@@ -25,21 +29,23 @@ void Reserve(DeviceArray<T>& array, std::size_t count) {
 }
 
 template <typename T>
-void Download(std::vector<T>& target, const DeviceArray<T>& source, std::size_t count) {
-  target.resize(count);
+void DownloadRange(T* target, const DeviceArray<T>& source, std::size_t count) {
   if (count > 0) {
-    TFG_CUDA_CHECK(
-        cudaMemcpy(target.data(), source.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+    TFG_CUDA_CHECK(cudaMemcpy(target, source.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+}
+
+template <typename T>
+void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count) {
+  Reserve(target, count);
+  if (count > 0) {
+    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
   }
 }
 
 template <typename T>
 void UploadInto(DeviceArray<T>& target, const std::vector<T>& source) {
-  Reserve(target, source.size());
-  if (!source.empty()) {
-    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source.data(), source.size() * sizeof(T),
-                              cudaMemcpyHostToDevice));
-  }
+  UploadRange(target, source.data(), source.size());
 }
 
 class CudaBatchDevice final : public BatchDevice {
@@ -111,8 +117,8 @@ class CudaBatchDevice final : public BatchDevice {
     UploadInto(threshold_keys_, threshold_keys);
     kernels::StartTrees(rows_view_, trees_view_, count, first_tree, data_.seed, data_.draws,
                         slot_rows_.data());
-    std::vector<long long> counts;
-    Download(counts, slot_rows_, static_cast<std::size_t>(count));
+    std::vector<long long> counts(static_cast<std::size_t>(count));
+    DownloadRange(counts.data(), slot_rows_, counts.size());
     return std::vector<std::int64_t>(counts.begin(), counts.end());
   }
 
@@ -120,31 +126,47 @@ class CudaBatchDevice final : public BatchDevice {
                 std::vector<kernels::NodeOutcome>& outcomes, std::vector<double>& sums,
                 std::vector<std::uint32_t>& bits) override {
     const std::size_t count = nodes.size();
-    UploadInto(nodes_, nodes);
-    const std::size_t cut_count = count * static_cast<std::size_t>(positions);
-    Reserve(cuts_, cut_count);
-    Reserve(cut_bits_, cut_count * words_);
-    Reserve(outcomes_, count);
-    Reserve(out_bits_, count * words_);
-    Reserve(sums_, count * rules_.width);
-    kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(count),
-                           first_position, positions, cuts_.data(), cut_bits_.data(), words_,
-                           sums_.data(), outcomes_.data(), out_bits_.data());
-    Download(outcomes, outcomes_, count);
-    Download(bits, out_bits_, count * words_);
-    if (first_position == 0) Download(sums, sums_, count * rules_.width);
+    const std::size_t width = static_cast<std::size_t>(rules_.width);
+    const std::size_t words = static_cast<std::size_t>(words_);
+    outcomes.resize(count);
+    bits.resize(count * words);
+    if (first_position == 0) sums.resize(count * width);
+    // Bytes per node: its cuts and their words, its outcome, words and sums.
+    const std::size_t per_node =
+        std::size_t(positions) * (sizeof(kernels::FeatureCut) + 4 * words) +
+        sizeof(kernels::BatchNode) + sizeof(kernels::NodeOutcome) + 4 * words + 8 * width;
+    const std::size_t part = std::max<std::size_t>(1, std::size_t(kCallBytes) / per_node);
+    for (std::size_t first = 0; first < count; first += part) {
+      const std::size_t size = std::min(part, count - first);
+      UploadRange(nodes_, nodes.data() + first, size);
+      Reserve(cuts_, size * positions);
+      Reserve(cut_bits_, size * positions * words);
+      Reserve(outcomes_, size);
+      Reserve(out_bits_, size * words);
+      Reserve(sums_, size * width);
+      kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(size),
+                             first_position, positions, cuts_.data(), cut_bits_.data(), words_,
+                             sums_.data(), outcomes_.data(), out_bits_.data());
+      DownloadRange(outcomes.data() + first, outcomes_, size);
+      DownloadRange(bits.data() + first * words, out_bits_, size * words);
+      if (first_position == 0) DownloadRange(sums.data() + first * width, sums_, size * width);
+    }
   }
 
   std::vector<long long> Partition(const std::vector<kernels::BatchSplit>& splits,
                                    const std::vector<std::uint32_t>& bits) override {
-    UploadInto(splits_, splits);
     UploadInto(split_bits_, bits);
-    Reserve(left_counts_, splits.size());
-    kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(),
-                            static_cast<int>(splits.size()), split_bits_.data(),
-                            left_counts_.data());
-    std::vector<long long> counts;
-    Download(counts, left_counts_, splits.size());
+    std::vector<long long> counts(splits.size());
+    const std::size_t part =
+        std::size_t(kCallBytes) / (sizeof(kernels::BatchSplit) + sizeof(long long));
+    for (std::size_t first = 0; first < splits.size(); first += part) {
+      const std::size_t size = std::min(part, splits.size() - first);
+      UploadRange(splits_, splits.data() + first, size);
+      Reserve(left_counts_, size);
+      kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), static_cast<int>(size),
+                              split_bits_.data(), left_counts_.data());
+      DownloadRange(counts.data() + first, left_counts_, size);
+    }
     return counts;
   }
 
@@ -188,7 +210,7 @@ constexpr int kMaxSlots = 128;
 
 std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int device_id,
                                                  double memory_fraction, std::string& why,
-                                                 std::string& device_name) {
+                                                 std::string& device_name, int max_slots) {
   if (!BatchGrowable(data, why)) return nullptr;
   const device::CudaDeviceInfo info = device::QueryCudaDevice(device_id);
   if (!info.usable) {
@@ -197,29 +219,33 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
   }
   const int width = data.spec.num_classes;
   const int max_bins = data.mapper->MaxBins();
-  const std::size_t shared = kernels::HistogramBytes(max_bins, width) +
-                             static_cast<std::size_t>(data.mapper->num_features()) * sizeof(int);
-  if (shared > 200 * 1024) {
+  const std::size_t shared =
+      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features()) + sizeof(int);
+  int shared_limit = 0;
+  TFG_CUDA_CHECK(
+      cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.ordinal));
+  if (shared > static_cast<std::size_t>(shared_limit)) {
     why = fmt::format(
-        "a histogram of {} bins x {} classes ({} KiB) exceeds a GPU block's shared "
-        "memory",
-        max_bins, width, shared / 1024);
+        "a histogram of {} bins x {} classes ({} KiB) exceeds a block's shared memory on this GPU "
+        "({} KiB); a lower max_bin fits",
+        max_bins, width, shared / 1024, shared_limit / 1024);
     return nullptr;
   }
-  // Memory: the shared inputs, then per slot the bootstrap counts, row order and scratch (12
-  // bytes a row), with room for the node lists of a level.
+  // Memory: the shared inputs and the node lists of one call (at most kCallBytes), then per
+  // slot the bootstrap counts, row order and scratch (12 bytes a row).
   const std::int64_t rows = data.bins->num_rows;
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
   const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 4) +
-                             (data.draws > 0 ? data.draws : rows) * 8 + (256ll << 20);
-  const std::int64_t per_slot = rows * 12 + (16ll << 20);
+                             (data.draws > 0 ? data.draws : rows) * 8 + 2 * kCallBytes;
+  const std::int64_t per_slot = rows * 12 + (1ll << 20);
   const std::int64_t fits = (budget - fixed) / per_slot;
   if (fits < 1) {
     why = fmt::format("the GPU's {:.1f} GiB within gpu_memory_fraction {} do not hold {} rows",
                       double(budget) / double(1ll << 30), memory_fraction, rows);
     return nullptr;
   }
-  const int slots = static_cast<int>(std::min<std::int64_t>(fits, kMaxSlots));
+  const int slots = static_cast<int>(
+      std::min<std::int64_t>(fits, max_slots > 0 ? std::min(max_slots, kMaxSlots) : kMaxSlots));
   device_name = info.name;
   return std::make_unique<CudaBatchDevice>(data, slots);
 }

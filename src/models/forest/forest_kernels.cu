@@ -218,8 +218,9 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
-std::size_t HistogramBytes(int max_bins, int width) {
-  return static_cast<std::size_t>(max_bins) * (width + 1) * sizeof(std::uint32_t);
+std::size_t EvaluateSharedBytes(int max_bins, int width, int features) {
+  return static_cast<std::size_t>(max_bins) * (width + 1) * sizeof(std::uint32_t) +
+         static_cast<std::size_t>(features) * sizeof(int);
 }
 
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
@@ -227,13 +228,11 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
                    NodeOutcome* outcomes, std::uint32_t* out_bits) {
   if (node_count == 0) return;
-  const std::size_t shared = HistogramBytes(data.max_bins, rules.width) +
-                             static_cast<std::size_t>(rules.features) * sizeof(int);
-  static thread_local std::size_t opted_in = 0;
-  if (shared > 48 * 1024 && shared > opted_in) {
+  const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features);
+  if (shared > 48 * 1024) {
+    // Set on the current device each time: the attribute is per device, and cheap to set.
     TFG_CUDA_CHECK(cudaFuncSetAttribute(
         EvaluateFeature, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-    opted_in = shared;
   }
   const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
   EvaluateFeature<<<grid, kEvalThreads, shared>>>(data, trees, rules, nodes, first_position,

@@ -31,8 +31,8 @@ struct BatchSplit {
   int threshold_bin;  // numeric: bins <= it go left
   int missing_bin;
   int default_left;
-  int bits_begin;  // categorical: bit b of words [bits_begin, ...) set = bin b goes left
-  int bits_words;
+  long long bits_begin;  // categorical: bit b of words [bits_begin, ...) set = bin b goes left
+  int bits_words;        // 0 for a numeric split
 };
 
 // A node's outcome: its status (NodeStatus) and chosen cut.
@@ -69,8 +69,9 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
                 std::uint64_t first_tree, std::uint64_t seed, long long draws,
                 long long* slot_rows);
 
-// Shared memory a histogram of one feature takes for `max_bins` bins of `width` classes.
-std::size_t HistogramBytes(int max_bins, int width);
+// Dynamic shared memory of a node-feature block: the histogram of `max_bins` bins of `width`
+// classes and the feature order's scratch of `features` entries.
+std::size_t EvaluateSharedBytes(int max_bins, int width, int features);
 
 // For each node and each position [first_position, first_position + positions) of its feature
 // order: the feature's histogram and best cut into cuts[node * positions + at] (and the cut's

@@ -5,7 +5,7 @@ namespace tabforge::forest {
 
 std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& /*data*/, int /*device_id*/,
                                                  double /*memory_fraction*/, std::string& why,
-                                                 std::string& /*device_name*/) {
+                                                 std::string& /*device_name*/, int /*max_slots*/) {
   why =
       "this tabforge was built without CUDA; build with -DTABFORGE_CUDA=ON on a machine with "
       "the CUDA toolkit to grow forests on a GPU";

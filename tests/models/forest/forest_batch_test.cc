@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "data/csv_reader.h"
 #include "features/pipeline.h"
 #include "models/adult_features.h"
@@ -52,6 +55,18 @@ TEST(ForestBatch, SyntheticTreesMatchTheCpuGrower) {
     const auto device = MakeHostBatchDevice(batch, 3);
     ExpectSameTrees(*device, batch, 5, test_case.what);
   }
+  // Wide bins (16-bit cells) and 12 classes.
+  const parity::Synthetic wide = MakeSynthetic(3000, true, 22);
+  std::vector<double> classes;
+  for (double value : wide.labels) {
+    classes.push_back(std::clamp(std::floor((value + 2.5) * 2), 0.0, 11.0));
+  }
+  parity::ParityData parity_data = MakeParityData(
+      wide.features, classes, 12, Spec(Criterion::kEntropy, 3, 0, false), true, 8, 1000);
+  const BatchData& batch = Bind(parity_data);
+  ASSERT_TRUE(parity_data.bins.wide());
+  const auto device = MakeHostBatchDevice(batch, 2);
+  ExpectSameTrees(*device, batch, 3, "RF entropy, 1000 bins, 12 classes");
 }
 
 TEST(ForestBatch, AdultTreesMatchTheCpuGrower) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "data/csv_reader.h"
 #include "data/problem_type.h"
@@ -33,9 +34,11 @@ TreeSpec Spec(Criterion criterion, int features_per_node, int max_leaf_nodes, bo
   return spec;
 }
 
-std::unique_ptr<BatchDevice> Cuda(const BatchData& batch) {
+// The CUDA device with at most `slots` trees a batch (fewer than the trees grown, so slots are
+// reused across batches).
+std::unique_ptr<BatchDevice> Cuda(const BatchData& batch, int slots = 4) {
   std::string why, name;
-  auto device = MakeCudaBatchDevice(batch, 0, 0.9, why, name);
+  auto device = MakeCudaBatchDevice(batch, 0, 0.9, why, name, slots);
   EXPECT_NE(device, nullptr) << why;
   return device;
 }
@@ -67,6 +70,19 @@ TEST(ForestCuda, SyntheticTreesMatchTheCpuGrower) {
     ASSERT_NE(device, nullptr);
     ExpectSameTrees(*device, batch, 6, test_case.what);
   }
+  // Wide bins (16-bit cells) and 12 classes: a histogram over 48 KiB of shared memory.
+  const parity::Synthetic wide = MakeSynthetic(6000, true, 32);
+  std::vector<double> classes;
+  for (double value : wide.labels) {
+    classes.push_back(std::clamp(std::floor((value + 2.5) * 2), 0.0, 11.0));
+  }
+  parity::ParityData parity_data = MakeParityData(
+      wide.features, classes, 12, Spec(Criterion::kEntropy, 3, 0, false), true, 8, 1000);
+  const BatchData& batch = Bind(parity_data);
+  ASSERT_TRUE(parity_data.bins.wide());
+  auto device = Cuda(batch);
+  ASSERT_NE(device, nullptr);
+  ExpectSameTrees(*device, batch, 5, "RF entropy, 1000 bins, 12 classes");
 }
 
 TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
@@ -89,9 +105,9 @@ TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
   std::vector<double> labels;
   const data::Column& column = letter.ColumnByName("lettr");
   for (std::int64_t row = 0; row < letter.num_rows(); ++row) {
-    labels.push_back(double(
-        std::find(summary.classes.begin(), summary.classes.end(), column.CellText(row)) -
-        summary.classes.begin()));
+    labels.push_back(
+        double(std::find(summary.classes.begin(), summary.classes.end(), column.CellText(row)) -
+               summary.classes.begin()));
   }
   parity::ParityData data = MakeParityData(rows, labels, int(summary.classes.size()),
                                            Spec(Criterion::kGini, 4, 0, false), true, 9);

@@ -57,9 +57,12 @@ struct ParityData {
 
 inline ParityData MakeParityData(const features::FeatureMatrix& features,
                                  const std::vector<double>& labels, int num_classes,
-                                 const TreeSpec& spec, bool bootstrap, std::uint64_t seed) {
+                                 const TreeSpec& spec, bool bootstrap, std::uint64_t seed,
+                                 int max_bin = 255) {
   ParityData data;
-  data.mapper = tree::BinMapper::Fit(features, tree::BinningOptions{}, 0);
+  tree::BinningOptions binning;
+  binning.max_bin = max_bin;
+  data.mapper = tree::BinMapper::Fit(features, binning, 0);
   data.bins = tree::ApplyBins(data.mapper, features, 0);
   for (double label : labels) data.classes.push_back(static_cast<std::int32_t>(label));
   data.batch.spec = spec;
