@@ -1,7 +1,5 @@
 #include "models/forest/forest_family.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "core/error.h"
@@ -10,10 +8,6 @@
 
 namespace tabforge::forest {
 namespace {
-
-// Feature cells (rows x features) from which a GPU granted automatically (--gpus without a
-// model asking for it) grows the forest: below it the per-level round trips outweigh the work.
-constexpr std::int64_t kGpuWorthwhileCells = 2000000;
 
 class ForestFamilyModel final : public models::Model {
  public:
@@ -72,15 +66,15 @@ class ForestFamilyModel final : public models::Model {
     params.seed ^= context.seed;
     device_note_.clear();
     if (params.device == "cpu" && context.num_gpus > 0) {
-      const std::int64_t cells =
-          train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
-      if (!context.gpus_auto || cells >= kGpuWorthwhileCells) {
+      // A GPU granted by name grows the forest; one granted automatically does not, until the
+      // size from which the GPU forest beats the CPU is measured.
+      if (!context.gpus_auto) {
         params.device = "cuda";
         params.gpu_memory_fraction = context.gpu_memory_fraction;
       } else {
-        device_note_ = fmt::format(
-            "{} feature cells, under the {} from which the GPU beats the CPU; --gpus 1 forces it",
-            cells, kGpuWorthwhileCells);
+        device_note_ =
+            "forests use a GPU granted by name (--gpus 1, or device cuda in their "
+            "hyperparameters), not --gpus auto";
       }
     }
     const int classes = task_.problem_type == ProblemType::kRegression ? 1 : task_.num_classes;
