@@ -151,6 +151,7 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
   const std::int32_t* rows = order_.data() + begin;
   const double* weights = node_weight_.data();
+  const std::uint32_t* counts = node_count_.data();
   const double* values = node_value_.data();
   const std::int32_t* classes = node_class_.data();
   const std::int64_t count = end - begin;
@@ -210,30 +211,32 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
     // Without branches on the drawn threshold (they would be mispredicted about half the
     // time): each row adds its weight times 0 or 1 (a multiplication, so no compiler turns it
     // back into a branch), which leaves the sums' bits as if the right rows were skipped.
-    double left_weight = 0, left_value = 0;
+    // The weights are whole bootstrap counts: their sum is kept in an integer, which its double
+    // equals exactly.
+    std::uint64_t left_weight = 0;
+    double left_value = 0;
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
       const double take = static_cast<double>(goes_left);
-      const double weight = weights[index];
       left_rows += goes_left;
-      left_weight += weight * take;
-      left_value += weight * values[index] * take;
+      left_weight += std::uint64_t(counts[index]) * goes_left;
+      left_value += weights[index] * values[index] * take;
     }
-    left[0] = left_weight;
+    left[0] = static_cast<double>(left_weight);
     left[1] = left_value;
   } else if (missing_rows == 0 && width == 2) {
-    // Two classes, branch-free: the weights are whole bootstrap counts, so these sums are exact
-    // in any order and class 0's is the total less class 1's.
-    double left_weight = 0, left_ones = 0;
+    // Two classes, branch-free: the weights are whole bootstrap counts, summed as integers (their
+    // doubles are the same numbers), and class 0's is the total less class 1's.
+    std::uint64_t left_weight = 0, left_ones = 0;
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
-      const double weight = weights[index] * static_cast<double>(goes_left);
+      const std::uint64_t weight = std::uint64_t(counts[index]) * goes_left;
       left_rows += goes_left;
       left_weight += weight;
-      left_ones += weight * static_cast<double>(classes[index] != 0);
+      left_ones += weight * std::uint64_t(classes[index] != 0);
     }
-    left[0] = left_weight - left_ones;
-    left[1] = left_ones;
+    left[0] = static_cast<double>(left_weight - left_ones);
+    left[1] = static_cast<double>(left_ones);
   } else if (missing_rows == 0) {
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
@@ -432,6 +435,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   double* parent = parent_.data();
   double squares = 0;
   node_weight_.resize(static_cast<std::size_t>(count));
+  node_count_.resize(static_cast<std::size_t>(count));
   if (data_.targets != nullptr) {
     node_value_.resize(static_cast<std::size_t>(count));
     // The sums in locals: kept in memory they would wait on each other's stores (the compiler
@@ -442,6 +446,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
       const double weight = weights_[row];
       const double target = data_.targets[row];
       node_weight_[index] = weight;
+      node_count_[index] = weights_[row];
       node_value_[index] = target;
       total_weight += weight;
       total_value += weight * target;
@@ -462,6 +467,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
         const std::uint32_t weight = weights_[row];
         const std::int32_t label = data_.classes[row];
         node_weight_[index] = weight;
+        node_count_[index] = weight;
         node_class_[index] = label;
         total += weight;
         ones += label != 0 ? weight : 0u;
@@ -473,6 +479,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
         const std::int32_t row = order_[begin + index];
         const double weight = weights_[row];
         node_weight_[index] = weight;
+        node_count_[index] = weights_[row];
         node_class_[index] = data_.classes[row];
         parent[data_.classes[row]] += weight;
       }

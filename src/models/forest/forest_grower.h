@@ -89,6 +89,7 @@ class ForestTreeGrower {
   std::vector<std::int32_t> order_;
   const std::uint32_t* weights_ = nullptr;
   std::vector<double> node_weight_;
+  std::vector<std::uint32_t> node_count_;  // the same weights as whole counts
   std::vector<double> node_value_;
   std::vector<std::int32_t> node_class_;
   std::vector<double> histogram_;
