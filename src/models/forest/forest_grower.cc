@@ -64,6 +64,7 @@ ForestTreeGrower::ForestTreeGrower(const TrainingRows& data, const TreeSpec& spe
   spare_histogram_.assign(histogram_.size(), 0.0);
   spare_bin_rows_.assign(bin_rows_.size(), 0);
   left_.resize(static_cast<std::size_t>(width_));
+  class_counts_.resize(static_cast<std::size_t>(width_));
   parent_missing_.resize(static_cast<std::size_t>(width_));
   right_.resize(static_cast<std::size_t>(width_));
   feature_order_.resize(static_cast<std::size_t>(data_.mapper->num_features()));
@@ -238,11 +239,15 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
     left[0] = static_cast<double>(left_weight - left_ones);
     left[1] = static_cast<double>(left_ones);
   } else if (missing_rows == 0) {
+    // Per-class bootstrap counts as integers, as above.
+    std::uint64_t* class_counts = class_counts_.data();
+    std::fill(class_counts, class_counts + width, 0);
     for (std::int64_t index = 0; index < count; ++index) {
       const bool goes_left = bin_at(index) <= threshold;
       left_rows += goes_left;
-      left[classes[index]] += weights[index] * static_cast<double>(goes_left);
+      class_counts[classes[index]] += std::uint64_t(counts[index]) * goes_left;
     }
+    for (int k = 0; k < width; ++k) left[k] = static_cast<double>(class_counts[k]);
   } else {
     for (std::int64_t index = 0; index < count; ++index) {
       const int bin = bin_at(index);

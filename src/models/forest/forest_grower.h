@@ -99,6 +99,7 @@ class ForestTreeGrower {
   std::vector<int> used_;
   std::vector<double> parent_;
   std::vector<double> left_;
+  std::vector<std::uint64_t> class_counts_;  // extremely randomized trees: left class counts
   std::vector<double> parent_missing_;
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
