@@ -133,8 +133,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   std::atomic<bool> failed{false};
   bool on_device = false;
   if (params.device != "cpu") {
-    // The GPU grows batches of trees (the trees the CPU would grow); a batch started is
-    // finished, the deadline is checked between batches.
+    // The GPU grows batches of trees (the trees the CPU would grow).
     BatchData batch;
     batch.bins = &bins;
     batch.mapper = &model.mapper_;
@@ -155,17 +154,26 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     } else {
       on_device = true;
       model.report_.device = device_name;
-      for (int first = 0; first < wanted; first += device->slots()) {
-        if (first > 0 && deadline.Expired()) break;
-        const int count = std::min(device->slots(), wanted - first);
+      // Under a time limit the first batch is small, so that a model exists early; a later batch
+      // still growing at the deadline is dropped.
+      const bool limited = deadline.SecondsLeft() < 1e299;
+      int first = 0;
+      while (first < wanted) {
+        const int slots = first == 0 && limited ? std::min(device->slots(), 8) : device->slots();
+        const int count = std::min(slots, wanted - first);
         std::vector<tree::Tree> batch_trees;
         std::vector<std::vector<double>> batch_outputs;
-        GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs);
+        if (!GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs,
+                           first > 0 ? &deadline : nullptr)) {
+          break;
+        }
         for (int at = 0; at < count; ++at) {
           trees[first + at] = std::move(batch_trees[at]);
           outputs[first + at] = std::move(batch_outputs[at]);
           grown[first + at] = 1;
         }
+        first += count;
+        if (deadline.Expired()) break;
       }
       if (out_of_bag != nullptr) {
 #pragma omp parallel num_threads(thread_count)

@@ -199,8 +199,9 @@ bool BatchGrowable(const BatchData& data, std::string& why) {
 
 int CutWords(const tree::BinMapper& mapper) { return (mapper.MaxBins() + 31) / 32; }
 
-void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
-                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs) {
+bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
+                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
+                   const Deadline* stop) {
   TFG_CHECK(count >= 1 && count <= device.slots(), "batch of {} trees for {} slots", count,
             device.slots());
   const TreeSpec& spec = data.spec;
@@ -231,6 +232,7 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   std::vector<std::pair<int, int>> more_ids;
   std::vector<BatchNode> more_nodes;
   while (!eval_nodes.empty()) {
+    if (stop != nullptr && stop->Expired()) return false;
     device.Evaluate(eval_nodes, 0, first_positions, outcomes, sums, bits);
     more_ids.clear();
     more_nodes.clear();
@@ -345,6 +347,7 @@ void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     trees.push_back(std::move(state.tree));
     outputs.push_back(std::move(leaf_outputs));
   }
+  return true;
 }
 
 namespace {

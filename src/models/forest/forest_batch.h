@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/timer.h"
 #include "models/forest/forest_grower.h"
 #include "models/forest/forest_kernels.h"
 
@@ -62,9 +63,11 @@ class BatchDevice {
 int CutWords(const tree::BinMapper& mapper);
 
 // Grows trees [first_tree, first_tree + count) (count at most device.slots()) into `trees`
-// and their leaf outputs (class fractions, leaf by leaf) into `outputs`.
-void GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
-                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs);
+// and their leaf outputs (class fractions, leaf by leaf) into `outputs`. When `stop` expires
+// between levels, the batch is dropped: nothing is appended and it returns false.
+bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
+                   std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
+                   const Deadline* stop = nullptr);
 
 // The device work done by host loops, `slots` trees at a time.
 std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slots);

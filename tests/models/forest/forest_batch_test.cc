@@ -85,5 +85,23 @@ TEST(ForestBatch, AdultTreesMatchTheCpuGrower) {
   }
 }
 
+TEST(ForestBatch, AnExpiredDeadlineDropsTheBatch) {
+  const parity::Synthetic data = MakeSynthetic(1000, false, 23);
+  parity::ParityData parity_data =
+      MakeParityData(data.features, data.labels, 3, Spec(Criterion::kGini, 2, 0, false), true, 4);
+  const BatchData& batch = Bind(parity_data);
+  const auto device = MakeHostBatchDevice(batch, 2);
+  std::vector<tree::Tree> trees;
+  std::vector<std::vector<double>> outputs;
+  const Deadline expired = Deadline::In(0);
+  EXPECT_FALSE(GrowTreeBatch(*device, batch, 0, 2, trees, outputs, &expired));
+  EXPECT_TRUE(trees.empty());
+  EXPECT_TRUE(outputs.empty());
+  const Deadline later = Deadline::In(600);
+  EXPECT_TRUE(GrowTreeBatch(*device, batch, 0, 2, trees, outputs, &later));
+  EXPECT_EQ(trees.size(), 2u);
+  EXPECT_GT(trees[0].num_leaves(), 2);
+}
+
 }  // namespace
 }  // namespace tabforge::forest
