@@ -557,6 +557,11 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
   };
   std::vector<Leaf> leaves(1);
+  // With a leaf limit, room for the tree's leaves is made once, not by doubling.
+  if (spec_.max_leaf_nodes > 0) {
+    leaves.reserve(
+        static_cast<std::size_t>(std::min<std::int64_t>(spec_.max_leaf_nodes, num_rows)));
+  }
   leaves[0].end = num_rows;
   leaves[0].constant.assign(feature_order_.size(), 0);
   leaves[0].candidate = FindSplit(0, num_rows, 0, leaves[0].key, leaves[0].constant);
@@ -647,7 +652,10 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     push(new_leaf);
     push(chosen);
   }
-  // Leaf outputs from the leaves' rows.
+  // Leaf outputs from the leaves' rows (room made once: letter's 26 classes make these
+  // megabytes a tree).
+  leaf_outputs.reserve(leaf_outputs.size() +
+                       leaves.size() * (data_.targets != nullptr ? 1 : std::size_t(width_)));
   std::vector<double> sums(static_cast<std::size_t>(width_));
   for (const Leaf& leaf : leaves) {
     double squares = 0;
