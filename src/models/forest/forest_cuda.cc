@@ -56,6 +56,9 @@ class CudaBatchDevice final : public BatchDevice {
     const tree::BinMapper& mapper = *data_.mapper;
     rows_ = bins.num_rows;
     words_ = CutWords(mapper);
+    for (int feature = 0; feature < mapper.num_features(); ++feature) {
+      has_categorical_ = has_categorical_ || mapper.feature(feature).categorical;
+    }
     if (bins.wide()) {
       device::Upload(bins16_, bins.bins16.data(), bins.bins16.size());
     } else {
@@ -129,7 +132,11 @@ class CudaBatchDevice final : public BatchDevice {
     const std::size_t width = static_cast<std::size_t>(rules_.width);
     const std::size_t words = static_cast<std::size_t>(words_);
     outcomes.resize(count);
-    bits.resize(count * words);
+    if (has_categorical_) {
+      bits.resize(count * words);
+    } else {
+      bits.assign(count * words, 0u);
+    }
     if (first_position == 0) sums.resize(count * width);
     // Bytes per node: its cuts and their words, its outcome, words and sums.
     const std::size_t per_node =
@@ -148,7 +155,8 @@ class CudaBatchDevice final : public BatchDevice {
                              first_position, positions, cuts_.data(), cut_bits_.data(), words_,
                              sums_.data(), outcomes_.data(), out_bits_.data());
       DownloadRange(outcomes.data() + first, outcomes_, size);
-      DownloadRange(bits.data() + first * words, out_bits_, size * words);
+      // Bin words belong to categorical cuts only: without categorical features they stay zero.
+      if (has_categorical_) DownloadRange(bits.data() + first * words, out_bits_, size * words);
       if (first_position == 0) DownloadRange(sums.data() + first * width, sums_, size * width);
     }
   }
@@ -175,6 +183,7 @@ class CudaBatchDevice final : public BatchDevice {
   int slots_;
   std::int64_t rows_ = 0;
   int words_ = 0;
+  bool has_categorical_ = false;
   std::vector<double> xlogx_;
   kernels::SplitRules rules_{};
   DeviceArray<std::uint8_t> bins8_;
