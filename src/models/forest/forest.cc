@@ -106,6 +106,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   // Out-of-bag bookkeeping: which rows each tree trained on, one bit per row.
   std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
   const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
+  // Regression targets become whole multiples of a unit, so every weighted sum is exact in any
+  // order (the GPU's atomics then give the CPU's bits); the unit is below 2^-52 of the largest
+  // target times the rows, far under any difference that matters.
+  std::vector<long long> target_units;
+  double value_unit = 1;
+  if (regression) {
+    value_unit = QuantizeTargets(targets, std::max(draws, rows), &target_units);
+  }
   // Tree `tree_index`'s rows (distinct, ascending) and their counts; its in-bag bits when kept.
   auto draw_rows = [&](int tree_index, std::vector<std::uint32_t>& counts,
                        std::vector<std::int32_t>& tree_rows) {
@@ -137,18 +145,16 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     BatchData batch;
     batch.bins = &bins;
     batch.mapper = &model.mapper_;
-    batch.classes = classes.data();
+    batch.classes = regression ? nullptr : classes.data();
+    batch.target_units = regression ? target_units.data() : nullptr;
+    batch.value_unit = value_unit;
     batch.spec = spec;
     batch.seed = params.seed;
     batch.draws = params.bootstrap ? draws : 0;
     std::string why, device_name;
     std::unique_ptr<BatchDevice> device;
-    if (regression) {
-      BatchGrowable(batch, why);
-    } else {
-      device = MakeCudaBatchDevice(batch, params.gpu_device_id, params.gpu_memory_fraction, why,
-                                   device_name);
-    }
+    device = MakeCudaBatchDevice(batch, params.gpu_device_id, params.gpu_memory_fraction, why,
+                                 device_name);
     if (device == nullptr) {
       model.report_.device_note = "CUDA not used: " + why + "; the trees grew on the CPU";
     } else {

@@ -147,11 +147,34 @@ void KeepBits(TreeState& state, NodeRecord& node, const std::uint32_t* bits, int
 
 }  // namespace
 
+double QuantizeTargets(std::vector<double>& targets, std::int64_t total_weight,
+                       std::vector<long long>* units) {
+  double largest = 0;
+  for (double target : targets) largest = std::max(largest, std::abs(target));
+  double unit = 1;
+  if (largest > 0) {
+    // The smallest power of two with largest / unit * total_weight <= 2^52.
+    int exponent = 0;
+    std::frexp(largest * double(std::max<std::int64_t>(total_weight, 1)) * 0x1.0p-52, &exponent);
+    unit = std::ldexp(1.0, exponent);
+  }
+  if (units != nullptr) units->resize(targets.size());
+  for (std::size_t row = 0; row < targets.size(); ++row) {
+    const auto count = static_cast<long long>(std::llround(targets[row] / unit));
+    targets[row] = double(count) * unit;
+    if (units != nullptr) (*units)[row] = count;
+  }
+  return unit;
+}
+
 kernels::SplitRules MakeSplitRules(const BatchData& data, std::vector<double>& xlogx) {
   kernels::SplitRules rules{};
-  rules.criterion = data.spec.criterion == Criterion::kEntropy ? kernels::kCriterionEntropy
-                                                               : kernels::kCriterionGini;
-  rules.width = data.spec.num_classes;
+  const bool regression = data.spec.criterion == Criterion::kSquaredError;
+  rules.criterion = regression                                   ? kernels::kCriterionSquaredError
+                    : data.spec.criterion == Criterion::kEntropy ? kernels::kCriterionEntropy
+                                                                 : kernels::kCriterionGini;
+  rules.width = regression ? 2 : data.spec.num_classes;
+  rules.value_unit = data.value_unit;
   rules.features = data.mapper->num_features();
   rules.features_per_node = FirstPassPositions(data.spec, rules.features);
   rules.max_depth = data.spec.max_depth;
@@ -175,10 +198,8 @@ kernels::SplitRules MakeSplitRules(const BatchData& data, std::vector<double>& x
 }
 
 bool BatchGrowable(const BatchData& data, std::string& why) {
-  if (data.spec.criterion == Criterion::kSquaredError) {
-    why =
-        "regression forests grow on the CPU (their sums are not whole numbers, so only the "
-        "CPU's order gives the CPU's trees)";
+  if (data.spec.criterion == Criterion::kSquaredError && data.target_units == nullptr) {
+    why = "no targets in units for a regression forest";
     return false;
   }
   if (data.mapper->num_features() == 0) {
@@ -207,7 +228,8 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   const TreeSpec& spec = data.spec;
   const tree::BinMapper& mapper = *data.mapper;
   const int features = mapper.num_features();
-  const int width = spec.num_classes;
+  const bool regression = spec.criterion == Criterion::kSquaredError;
+  const int width = regression ? 2 : spec.num_classes;
   const int words = CutWords(mapper);
   const int first_positions = FirstPassPositions(spec, features);
   const std::vector<std::int64_t> slot_rows = device.StartTrees(first_tree, count);
@@ -266,7 +288,12 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       TreeState& state = states[slot];
       NodeRecord& node = state.nodes[index];
       if (index == 0) {
-        for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
+        // The root's total weight: its weight sum (regression) or its class sums.
+        if (regression) {
+          state.root_weight = state.sums[0];
+        } else {
+          for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
+        }
       }
       if (node.status == kernels::kNodeSplit) {
         // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
@@ -337,6 +364,10 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     std::vector<double> leaf_outputs;
     for (int node_index : state.leaf_node) {
       const double* node_sums = state.sums.data() + std::ptrdiff_t(node_index) * width;
+      if (regression) {
+        leaf_outputs.push_back(node_sums[0] > 0 ? node_sums[1] / node_sums[0] : 0.0);
+        continue;
+      }
       double total = 0;
       for (int k = 0; k < width; ++k) total += node_sums[k];
       for (int k = 0; k < width; ++k) {
@@ -411,8 +442,12 @@ class HostBatchDevice final : public BatchDevice {
     std::vector<FeatureCut> cuts(static_cast<std::size_t>(positions));
     std::vector<std::vector<std::uint32_t>> cut_bits(static_cast<std::size_t>(positions));
     const int max_bins = data_.mapper->MaxBins();
-    std::vector<std::uint32_t> counts(static_cast<std::size_t>(max_bins) * width);
+    const bool regression = rules_.criterion == kernels::kCriterionSquaredError;
+    const int count_width = regression ? 1 : width;
+    std::vector<std::uint32_t> counts(static_cast<std::size_t>(max_bins) * count_width);
+    std::vector<long long> values(static_cast<std::size_t>(max_bins));
     std::vector<std::uint32_t> rows(static_cast<std::size_t>(max_bins));
+    const kernels::Histogram histogram{counts.data(), values.data(), rows.data()};
     std::vector<double> parent(static_cast<std::size_t>(width));
     for (std::size_t at = 0; at < nodes.size(); ++at) {
       const BatchNode& node = nodes[at];
@@ -422,25 +457,34 @@ class HostBatchDevice final : public BatchDevice {
             order_keys_[node.slot], node.key, first_position + position, features, order.data());
         const kernels::FeatureInfo& info = infos_[feature];
         std::fill(counts.begin(), counts.end(), 0u);
+        std::fill(values.begin(), values.end(), 0ll);
         std::fill(rows.begin(), rows.end(), 0u);
         const std::vector<std::uint32_t>& weights = weights_[node.slot];
+        bool constant = true;
         for (long long index = node.begin; index < node.end; ++index) {
           const std::int32_t row = order_[node.slot][static_cast<std::size_t>(index)];
           const int bin = BinOf(row, feature);
-          counts[bin * width + data_.classes[row]] += weights[row];
+          if (regression) {
+            counts[bin] += weights[row];
+            values[bin] += static_cast<long long>(weights[row]) * data_.target_units[row];
+            constant =
+                constant && data_.target_units[row] ==
+                                data_.target_units[order_[node.slot][std::size_t(node.begin)]];
+          } else {
+            counts[bin * width + data_.classes[row]] += weights[row];
+          }
           ++rows[bin];
         }
         const long long count = node.end - node.begin;
-        splittable = kernels::NodeSplittable(rules_, counts.data(), info.num_bins, count,
-                                             node.depth, parent.data());
+        splittable = kernels::NodeSplittable(rules_, histogram, info.num_bins, count, node.depth,
+                                             constant, parent.data());
         if (first_position == 0 && position == 0) {
           std::copy(parent.begin(), parent.end(), sums.begin() + std::ptrdiff_t(at) * width);
         }
         if (!splittable) break;
         const double parent_score = kernels::SplitScore(rules_, parent.data());
-        kernels::BestFeatureCut(rules_, info, feature, counts.data(), rows.data(), count,
-                                parent.data(), parent_score, threshold_keys_[node.slot], node.key,
-                                cuts[position]);
+        kernels::BestFeatureCut(rules_, info, feature, histogram, count, parent.data(),
+                                parent_score, threshold_keys_[node.slot], node.key, cuts[position]);
         cut_bits[position].assign(static_cast<std::size_t>(words), 0u);
         if (cuts[position].categorical && cuts[position].improvement > kernels::kNoCut) {
           for (int bin = 0; bin <= cuts[position].cut_bin; ++bin) {

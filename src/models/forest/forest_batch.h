@@ -5,8 +5,8 @@
 // the device for the nodes that order reaches next, so the trees are the CPU grower's, split for
 // split. The CUDA device (forest_cuda.cc) does the work on a GPU; the host device here does it
 // with plain loops over the same split search (forest_split.h), the reference the kernels are
-// tested against. Classification only: regression sums are not whole numbers, so their order
-// would change the bits.
+// tested against. Every sum is exact in any order: class sums are whole bootstrap counts, and
+// regression targets are whole multiples of a unit (QuantizeTargets).
 #pragma once
 
 #include <cstdint>
@@ -20,16 +20,26 @@
 
 namespace tabforge::forest {
 
-// What a batch grows from: the training rows (classification), how trees split, and the
-// bootstrap (draws per tree; 0: every row once).
+// What a batch grows from: the training rows, how trees split, and the bootstrap (draws per
+// tree; 0: every row once).
 struct BatchData {
   const tree::BinMatrix* bins = nullptr;
   const tree::BinMapper* mapper = nullptr;
-  const std::int32_t* classes = nullptr;
+  const std::int32_t* classes = nullptr;  // classification
+  // Regression: each row's target in units of `value_unit` (QuantizeTargets).
+  const long long* target_units = nullptr;
+  double value_unit = 1;
   TreeSpec spec;
   std::uint64_t seed = 0;
   std::int64_t draws = 0;
 };
+
+// Rounds centred regression targets to whole multiples of a power of two (returned) fine enough
+// for every weighted sum of up to `total_weight` bootstrap counts to stay below 2^53 units: such
+// sums are exact in any order, so the GPU's atomics give the CPU's bits. `targets` is rounded in
+// place; `units` (when given) receives each target in units.
+double QuantizeTargets(std::vector<double>& targets, std::int64_t total_weight,
+                       std::vector<long long>* units);
 
 // The split rules of `data` (`xlogx` is filled for entropy and must outlive the rules).
 kernels::SplitRules MakeSplitRules(const BatchData& data, std::vector<double>& xlogx);

@@ -64,7 +64,11 @@ class CudaBatchDevice final : public BatchDevice {
     } else {
       device::Upload(bins8_, bins.bins8.data(), bins.bins8.size());
     }
-    device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
+    if (data_.classes != nullptr) {
+      device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
+    } else {
+      device::Upload(target_units_, data_.target_units, static_cast<std::size_t>(rows_));
+    }
     std::vector<double> bounds;
     std::vector<std::size_t> bound_begin;
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
@@ -96,6 +100,7 @@ class CudaBatchDevice final : public BatchDevice {
     rows_view_.bins16 = bins.wide() ? bins16_.data() : nullptr;
     rows_view_.stride = bins.num_features;
     rows_view_.classes = classes_.data();
+    rows_view_.target_units = target_units_.data();
     rows_view_.rows = rows_;
     rows_view_.features = infos_.data();
     rows_view_.max_bins = mapper.MaxBins();
@@ -189,6 +194,7 @@ class CudaBatchDevice final : public BatchDevice {
   DeviceArray<std::uint8_t> bins8_;
   DeviceArray<std::uint16_t> bins16_;
   DeviceArray<std::int32_t> classes_;
+  DeviceArray<long long> target_units_;
   DeviceArray<double> bounds_;
   DeviceArray<kernels::FeatureInfo> infos_;
   DeviceArray<double> device_xlogx_;
@@ -226,16 +232,19 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
     why = info.problem;
     return nullptr;
   }
-  const int width = data.spec.num_classes;
+  const bool regression = data.spec.criterion == Criterion::kSquaredError;
+  const int width = regression ? 2 : data.spec.num_classes;
   const int max_bins = data.mapper->MaxBins();
+  // The dynamic part and the block's own: the feature and the regression target range.
   const std::size_t shared =
-      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features()) + sizeof(int);
+      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features(), regression) +
+      sizeof(int) + 2 * sizeof(long long);
   int shared_limit = 0;
   TFG_CUDA_CHECK(
       cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.ordinal));
   if (shared > static_cast<std::size_t>(shared_limit)) {
     why = fmt::format(
-        "a histogram of {} bins x {} classes ({} KiB) exceeds a block's shared memory on this GPU "
+        "a histogram of {} bins x {} sums ({} KiB) exceeds a block's shared memory on this GPU "
         "({} KiB); a lower max_bin fits",
         max_bins, width, shared / 1024, shared_limit / 1024);
     return nullptr;
@@ -244,7 +253,7 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
   // slot the bootstrap counts, row order and scratch (12 bytes a row).
   const std::int64_t rows = data.bins->num_rows;
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
-  const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 4) +
+  const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 8) +
                              (data.draws > 0 ? data.draws : rows) * 8 + 2 * kCallBytes;
   const std::int64_t per_slot = rows * 12 + (1ll << 20);
   const std::int64_t fits = (budget - fixed) / per_slot;

@@ -94,10 +94,8 @@ double ForestTreeGrower::Score(const double* sums) const {
   return 0.0;
 }
 
-void ForestTreeGrower::NodeSums(std::int64_t begin, std::int64_t end, double* sums,
-                                double* squares) const {
+void ForestTreeGrower::NodeSums(std::int64_t begin, std::int64_t end, double* sums) const {
   std::fill(sums, sums + width_, 0.0);
-  *squares = 0;
   for (std::int64_t at = begin; at < end; ++at) {
     const std::int32_t row = order_[at];
     const double weight = weights_[row];
@@ -105,7 +103,6 @@ void ForestTreeGrower::NodeSums(std::int64_t begin, std::int64_t end, double* su
       const double target = data_.targets[row];
       sums[0] += weight;
       sums[1] += weight * target;
-      *squares += weight * target * target;
     } else {
       sums[data_.classes[row]] += weight;
     }
@@ -438,7 +435,6 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // and its sums.
   parent_.assign(static_cast<std::size_t>(width_), 0.0);
   double* parent = parent_.data();
-  double squares = 0;
   node_weight_.resize(static_cast<std::size_t>(count));
   node_count_.resize(static_cast<std::size_t>(count));
   if (data_.targets != nullptr) {
@@ -446,6 +442,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     // The sums in locals: kept in memory they would wait on each other's stores (the compiler
     // cannot tell the node arrays from them).
     double total_weight = 0, total_value = 0;
+    double lowest = data_.targets[order_[begin]], highest = lowest;
     for (std::int64_t index = 0; index < count; ++index) {
       const std::int32_t row = order_[begin + index];
       const double weight = weights_[row];
@@ -455,12 +452,14 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
       node_value_[index] = target;
       total_weight += weight;
       total_value += weight * target;
-      squares += weight * target * target;
+      lowest = std::min(lowest, target);
+      highest = std::max(highest, target);
     }
     parent[0] = total_weight;
     parent[1] = total_value;
-    const double spread = squares - parent[1] * parent[1] / parent[0];
-    if (spread <= kPureEpsilon * (squares + 1e-300)) return best;
+    // The targets are whole multiples of a unit (QuantizeTargets): a node is pure when they are
+    // all one value, and the sums above are exact in any order.
+    if (lowest == highest) return best;
   } else {
     node_class_.resize(static_cast<std::size_t>(count));
     if (width_ == 2) {
@@ -539,8 +538,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   const auto num_rows = static_cast<std::int64_t>(order_.size());
   {
     std::vector<double> sums(static_cast<std::size_t>(width_));
-    double squares = 0;
-    NodeSums(0, num_rows, sums.data(), &squares);
+    NodeSums(0, num_rows, sums.data());
     root_weight_ = data_.targets != nullptr ? sums[0] : 0.0;
     if (data_.targets == nullptr) {
       for (double value : sums) root_weight_ += value;
@@ -658,8 +656,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
                        leaves.size() * (data_.targets != nullptr ? 1 : std::size_t(width_)));
   std::vector<double> sums(static_cast<std::size_t>(width_));
   for (const Leaf& leaf : leaves) {
-    double squares = 0;
-    NodeSums(leaf.begin, leaf.end, sums.data(), &squares);
+    NodeSums(leaf.begin, leaf.end, sums.data());
     if (data_.targets != nullptr) {
       leaf_outputs.push_back(sums[0] > 0 ? sums[1] / sums[0] : 0.0);
     } else {

@@ -32,7 +32,9 @@ struct TrainingRows {
   const tree::BinMatrix* bins = nullptr;
   const tree::BinMapper* mapper = nullptr;
   const std::int32_t* classes = nullptr;  // classification: the class of each row
-  const double* targets = nullptr;        // regression: the target of each row, centred
+  // Regression: the target of each row, centred and made a whole multiple of a unit
+  // (QuantizeTargets in forest_batch.h), so that every weighted sum is exact in any order.
+  const double* targets = nullptr;
 };
 
 class ForestTreeGrower {
@@ -49,9 +51,8 @@ class ForestTreeGrower {
 
  private:
   struct Candidate;
-  // Sums of the node's rows [begin, end) of order_ into `sums` (width_ values, plus the
-  // weighted sum of squared targets for regression into `squares`).
-  void NodeSums(std::int64_t begin, std::int64_t end, double* sums, double* squares) const;
+  // Sums of the node's rows [begin, end) of order_ into `sums` (width_ values).
+  void NodeSums(std::int64_t begin, std::int64_t end, double* sums) const;
   // The best split of the node, or an invalid one when it should stay a leaf. `constant` flags
   // the features known to hold one value in the node (found in an ancestor, or here: a
   // feature constant in a node is constant in all its descendants, so they skip it).

@@ -67,36 +67,60 @@ __global__ void __launch_bounds__(kEvalThreads)
     EvaluateFeature(DeviceRows data, DeviceTrees trees, SplitRules rules, const BatchNode* nodes,
                     int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
                     int words, double* sums) {
-  extern __shared__ std::uint32_t shared[];
+  extern __shared__ long long shared_cells[];
   const int width = rules.width;
-  std::uint32_t* counts = shared;                                 // max_bins x width
-  std::uint32_t* bin_rows = counts + data.max_bins * width;       // max_bins
+  const bool regression = rules.criterion == kCriterionSquaredError;
+  const int count_width = regression ? 1 : width;
+  // Regression target sums first (8-byte cells), then counts, distinct rows, the order scratch.
+  long long* values = shared_cells;
+  std::uint32_t* counts =
+      reinterpret_cast<std::uint32_t*>(values + (regression ? data.max_bins : 0));
+  std::uint32_t* bin_rows = counts + data.max_bins * count_width;
   int* order = reinterpret_cast<int*>(bin_rows + data.max_bins);  // features (thread 0)
   __shared__ int feature;
+  __shared__ long long lowest, highest;  // regression: the node's smallest and largest target
   const BatchNode node = nodes[blockIdx.x];
   const int position = blockIdx.y;
-  if (threadIdx.x == 0) {
-    feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
-                                rules.features, order);
-  }
-  for (int at = threadIdx.x; at < data.max_bins * (width + 1); at += blockDim.x) shared[at] = 0;
-  __syncthreads();
   const long long base = static_cast<long long>(node.slot) * data.rows;
   const std::int32_t* rows = trees.order + base;
   const std::uint32_t* weights = trees.weights + base;
+  if (threadIdx.x == 0) {
+    feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
+                                rules.features, order);
+    if (regression) lowest = highest = data.target_units[rows[node.begin]];
+  }
+  for (int at = threadIdx.x; at < data.max_bins * (count_width + 1); at += blockDim.x) {
+    counts[at] = 0;
+  }
+  if (regression) {
+    for (int at = threadIdx.x; at < data.max_bins; at += blockDim.x) values[at] = 0;
+  }
+  __syncthreads();
   const int feature_index = feature;
   for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
     const std::int32_t row = rows[at];
     const int bin = BinAt(data, row, feature_index);
-    atomicAdd(&counts[bin * width + data.classes[row]], weights[row]);
+    if (regression) {
+      const long long units = data.target_units[row];
+      atomicAdd(&counts[bin], weights[row]);
+      // Two's-complement sums: unsigned adds give the signed total.
+      atomicAdd(reinterpret_cast<unsigned long long*>(&values[bin]),
+                static_cast<unsigned long long>(static_cast<long long>(weights[row]) * units));
+      atomicMin(&lowest, units);
+      atomicMax(&highest, units);
+    } else {
+      atomicAdd(&counts[bin * width + data.classes[row]], weights[row]);
+    }
     atomicAdd(&bin_rows[bin], 1u);
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
   const FeatureInfo info = data.features[feature_index];
+  const Histogram histogram{counts, values, bin_rows};
   const long long count = node.end - node.begin;
   double parent[kMaxBatchClasses];
-  const bool splittable = NodeSplittable(rules, counts, info.num_bins, count, node.depth, parent);
+  const bool splittable = NodeSplittable(rules, histogram, info.num_bins, count, node.depth,
+                                         regression && lowest == highest, parent);
   if (first_position == 0 && position == 0) {
     for (int k = 0; k < width; ++k)
       sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
@@ -115,7 +139,7 @@ __global__ void __launch_bounds__(kEvalThreads)
     return;
   }
   const double parent_score = SplitScore(rules, parent);
-  BestFeatureCut(rules, info, feature_index, counts, bin_rows, count, parent, parent_score,
+  BestFeatureCut(rules, info, feature_index, histogram, count, parent, parent_score,
                  trees.threshold_keys[node.slot], node.key, best);
   if (best.categorical && best.improvement > kNoCut) {
     for (int bin = 0; bin <= best.cut_bin; ++bin) {
@@ -218,9 +242,11 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
-std::size_t EvaluateSharedBytes(int max_bins, int width, int features) {
-  return static_cast<std::size_t>(max_bins) * (width + 1) * sizeof(std::uint32_t) +
-         static_cast<std::size_t>(features) * sizeof(int);
+std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regression) {
+  const std::size_t cells = static_cast<std::size_t>(max_bins);
+  const std::size_t histogram = regression ? cells * (sizeof(long long) + 2 * sizeof(std::uint32_t))
+                                           : cells * (width + 1) * sizeof(std::uint32_t);
+  return histogram + static_cast<std::size_t>(features) * sizeof(int);
 }
 
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
@@ -228,7 +254,8 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
                    NodeOutcome* outcomes, std::uint32_t* out_bits) {
   if (node_count == 0) return;
-  const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features);
+  const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features,
+                                                 rules.criterion == kCriterionSquaredError);
   if (shared > 48 * 1024) {
     // Set on the current device each time: the attribute is per device, and cheap to set.
     TFG_CUDA_CHECK(cudaFuncSetAttribute(

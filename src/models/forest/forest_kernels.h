@@ -45,8 +45,9 @@ struct NodeOutcome {
 struct DeviceRows {
   const std::uint8_t* bins8;  // row-major bins, one of the two set
   const std::uint16_t* bins16;
-  int stride;  // features per row
-  const std::int32_t* classes;
+  int stride;                     // features per row
+  const std::int32_t* classes;    // classification
+  const long long* target_units;  // regression: targets in units (QuantizeTargets)
   long long rows;
   const FeatureInfo* features;  // per feature (upper_bounds point into device memory)
   int max_bins;
@@ -69,9 +70,10 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
                 std::uint64_t first_tree, std::uint64_t seed, long long draws,
                 long long* slot_rows);
 
-// Dynamic shared memory of a node-feature block: the histogram of `max_bins` bins of `width`
-// classes and the feature order's scratch of `features` entries.
-std::size_t EvaluateSharedBytes(int max_bins, int width, int features);
+// Dynamic shared memory of a node-feature block: the histogram of `max_bins` bins (of `width`
+// classes, or of a weight and a target sum for regression) and the feature order's scratch of
+// `features` entries.
+std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regression);
 
 // For each node and each position [first_position, first_position + positions) of its feature
 // order: the feature's histogram and best cut into cuts[node * positions + at] (and the cut's

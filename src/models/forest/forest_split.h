@@ -38,16 +38,16 @@ TFG_HOST_DEVICE inline int FeatureAtPosition(std::uint64_t order_key, std::uint6
   return order[position];
 }
 
-enum SplitCriterion : int { kCriterionGini = 0, kCriterionEntropy = 1 };
+enum SplitCriterion : int { kCriterionGini = 0, kCriterionEntropy = 1, kCriterionSquaredError = 2 };
 
 // The most classes the batch grower handles (its scratch lives in registers and shared memory).
 inline constexpr int kMaxBatchClasses = 64;
 inline constexpr double kNoCut = -std::numeric_limits<double>::infinity();
 
-// How every node is split (TreeSpec's fields for classification).
+// How every node is split (TreeSpec's fields).
 struct SplitRules {
   int criterion;
-  int width;  // classes
+  int width;  // classes; 2 for regression (weight, weighted target)
   int features;
   int features_per_node;
   int max_depth;  // 0: none
@@ -57,6 +57,9 @@ struct SplitRules {
   // criterion entropy: xlogx[n] = n * log(n) for whole n (0 at 0), the host's std::log, so the
   // device's scores are the host's bits.
   const double* xlogx;
+  // Regression: targets are whole multiples of `value_unit` (QuantizeTargets), so their weighted
+  // sums are exact in any order; a bin's sum comes as a count of units.
+  double value_unit;
 };
 
 // One feature's bins as the search reads them.
@@ -78,6 +81,8 @@ struct FeatureCut {
 };
 
 TFG_HOST_DEVICE inline double SplitScore(const SplitRules& rules, const double* sums) {
+  if (rules.criterion == kCriterionSquaredError)
+    return sums[0] > 0 ? sums[1] * sums[1] / sums[0] : 0.0;
   if (rules.criterion == kCriterionGini) {
     double total = 0, squares = 0;
     for (int k = 0; k < rules.width; ++k) {
@@ -92,6 +97,26 @@ TFG_HOST_DEVICE inline double SplitScore(const SplitRules& rules, const double* 
     total += sums[k];
   }
   return total > 0 ? terms - rules.xlogx[static_cast<long long>(total)] : 0.0;
+}
+
+// A node's histogram of one feature: per bin the distinct rows, and the weighted rows of each
+// class (classification, counts[bin * width + k]) or the bootstrap weight (counts[bin]) and the
+// weighted target in value units (values[bin]; regression).
+struct Histogram {
+  const std::uint32_t* counts;
+  const long long* values;
+  const std::uint32_t* rows;
+};
+
+// Adds bin `bin`'s sums to `sums` (width values).
+TFG_HOST_DEVICE inline void AddBin(const SplitRules& rules, const Histogram& histogram, int bin,
+                                   double* sums) {
+  if (rules.criterion == kCriterionSquaredError) {
+    sums[0] += double(histogram.counts[bin]);
+    sums[1] += double(histogram.values[bin]) * rules.value_unit;
+    return;
+  }
+  for (int k = 0; k < rules.width; ++k) sums[k] += double(histogram.counts[bin * rules.width + k]);
 }
 
 // ForestTreeGrower::Keep: the cut with left sums `left` replaces `best` when it improves more.
@@ -109,16 +134,15 @@ TFG_HOST_DEVICE inline bool KeepCut(const SplitRules& rules, const double* left,
 
 // The node's sums and whether it may be split (ForestTreeGrower::FindSplit's checks before
 // the features): from any feature's histogram, every row being in one bin. `parent` receives
-// the class sums.
-TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const std::uint32_t* counts,
-                                           int num_bins, long long count, int depth,
+// the sums; regression nodes whose targets are all one value (`constant`) are not split.
+TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histogram& histogram,
+                                           int num_bins, long long count, int depth, bool constant,
                                            double* parent) {
   for (int k = 0; k < rules.width; ++k) parent[k] = 0;
-  for (int bin = 0; bin < num_bins; ++bin) {
-    for (int k = 0; k < rules.width; ++k) parent[k] += double(counts[bin * rules.width + k]);
-  }
+  for (int bin = 0; bin < num_bins; ++bin) AddBin(rules, histogram, bin, parent);
   if (count < rules.min_samples_split || count < 2 * rules.min_samples_leaf) return false;
   if (rules.max_depth > 0 && depth >= rules.max_depth) return false;
+  if (rules.criterion == kCriterionSquaredError) return !constant;
   double total = 0, largest = 0;
   for (int k = 0; k < rules.width; ++k) {
     total += parent[k];
@@ -132,14 +156,14 @@ TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const std::u
 // trees draw their one cut from `threshold_key` as the CPU grower does. Returns whether the
 // feature varies in the node.
 TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const FeatureInfo& info,
-                                           int feature, const std::uint32_t* counts,
-                                           const std::uint32_t* rows, long long count,
+                                           int feature, const Histogram& histogram, long long count,
                                            const double* parent, double parent_score,
                                            std::uint64_t threshold_key, std::uint64_t node_key,
                                            FeatureCut& best) {
   const int width = rules.width;
   const int num_bins = info.num_bins;
   const int missing_bin = num_bins - 1;
+  const std::uint32_t* rows = histogram.rows;
   const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
   double left[kMaxBatchClasses];
   best.improvement = kNoCut;
@@ -171,12 +195,12 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
     for (int k = 0; k < width; ++k) left[k] = 0;
     for (int bin = low_bin; bin <= threshold; ++bin) {
       left_rows += rows[bin];
-      for (int k = 0; k < width; ++k) left[k] += double(counts[bin * width + k]);
+      AddBin(rules, histogram, bin, left);
     }
     for (int missing_left = 0; missing_left < (missing_rows > 0 ? 2 : 1); ++missing_left) {
       if (missing_left && low_bin == high_bin) break;
       if (missing_left) {
-        for (int k = 0; k < width; ++k) left[k] += double(counts[missing_bin * width + k]);
+        AddBin(rules, histogram, missing_bin, left);
         left_rows += missing_rows;
       }
       if (left_rows < rules.min_samples_leaf || count - left_rows < rules.min_samples_leaf) {
@@ -206,7 +230,7 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
     for (int k = 0; k < width; ++k) left[k] = 0;
     long long left_rows = 0;
     if (missing_left) {
-      for (int k = 0; k < width; ++k) left[k] = double(counts[missing_bin * width + k]);
+      AddBin(rules, histogram, missing_bin, left);
       left_rows = rows[missing_bin];
     }
     int bin = -1;  // used_[cut]
@@ -215,7 +239,7 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
         do {
           ++bin;
         } while (rows[bin] == 0);
-        for (int k = 0; k < width; ++k) left[k] += double(counts[bin * width + k]);
+        AddBin(rules, histogram, bin, left);
         left_rows += rows[bin];
       }
       if (cut == values - 1 && missing_left) break;

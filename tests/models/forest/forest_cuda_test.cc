@@ -68,7 +68,18 @@ TEST(ForestCuda, SyntheticTreesMatchTheCpuGrower) {
     const BatchData& batch = Bind(parity_data);
     auto device = Cuda(batch);
     ASSERT_NE(device, nullptr);
-    ExpectSameTrees(*device, batch, 6, test_case.what);
+    ExpectSameTrees(*device, parity_data, 6, test_case.what);
+  }
+  // Regression: squared error on the same rows' continuous target (RF best-first and XT).
+  const parity::Synthetic regression = MakeSynthetic(5000, true, 24);
+  for (bool extra : {false, true}) {
+    TreeSpec spec = Spec(Criterion::kSquaredError, extra ? 7 : 4, extra ? 0 : 50, extra);
+    parity::ParityData parity_data =
+        MakeParityData(regression.features, regression.labels, 1, spec, !extra, 6);
+    const BatchData& batch = Bind(parity_data);
+    auto device = Cuda(batch);
+    ASSERT_NE(device, nullptr);
+    ExpectSameTrees(*device, parity_data, 6, extra ? "XT regression" : "RF regression");
   }
   // Wide bins (16-bit cells) and 12 classes: a histogram over 48 KiB of shared memory.
   const parity::Synthetic wide = MakeSynthetic(6000, true, 32);
@@ -82,7 +93,7 @@ TEST(ForestCuda, SyntheticTreesMatchTheCpuGrower) {
   ASSERT_TRUE(parity_data.bins.wide());
   auto device = Cuda(batch);
   ASSERT_NE(device, nullptr);
-  ExpectSameTrees(*device, batch, 5, "RF entropy, 1000 bins, 12 classes");
+  ExpectSameTrees(*device, parity_data, 5, "RF entropy, 1000 bins, 12 classes");
 }
 
 TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
@@ -96,7 +107,7 @@ TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
     const BatchData& batch = Bind(data);
     auto device = Cuda(batch);
     ASSERT_NE(device, nullptr);
-    ExpectSameTrees(*device, batch, 4, extra ? "Adult XT" : "Adult RF");
+    ExpectSameTrees(*device, data, 4, extra ? "Adult XT" : "Adult RF");
   }
   data::Table letter = data::ReadCsv(tabforge::testing::DatasetPath("letter.csv.gz"));
   const data::LabelSummary summary = data::AnalyzeLabel(letter, "lettr");
@@ -114,7 +125,7 @@ TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
   const BatchData& batch = Bind(data);
   auto device = Cuda(batch);
   ASSERT_NE(device, nullptr);
-  ExpectSameTrees(*device, batch, 3, "letter RF");
+  ExpectSameTrees(*device, data, 3, "letter RF");
 }
 
 TEST(ForestCuda, FittedModelIsTheCpuModel) {
@@ -136,6 +147,16 @@ TEST(ForestCuda, FittedModelIsTheCpuModel) {
     EXPECT_EQ(gpu_oob, cpu_oob);
     EXPECT_EQ(gpu.Predict(adult.test, 0), cpu.Predict(adult.test, 0));
   }
+  // Regression (quantized targets): the same model too.
+  const parity::Synthetic train = MakeSynthetic(6000, true, 33);
+  ForestParams params;
+  params.n_estimators = 10;
+  params.criterion = Criterion::kSquaredError;
+  const ForestModel cpu = ForestModel::Fit(train.features, train.labels, 1, params, 0);
+  params.device = "cuda";
+  const ForestModel gpu = ForestModel::Fit(train.features, train.labels, 1, params, 0);
+  EXPECT_NE(gpu.report().device, "cpu") << gpu.report().device_note;
+  EXPECT_EQ(gpu.Serialize(), cpu.Serialize()) << "RF regression";
 }
 
 }  // namespace

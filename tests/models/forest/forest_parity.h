@@ -51,7 +51,9 @@ Synthetic MakeSynthetic(std::int64_t rows, bool regression, std::uint64_t seed) 
 struct ParityData {
   tree::BinMapper mapper;
   tree::BinMatrix bins;
-  std::vector<std::int32_t> classes;
+  std::vector<std::int32_t> classes;  // classification
+  std::vector<double> targets;        // regression: centred and quantized (QuantizeTargets)
+  std::vector<long long> units;
   BatchData batch;
 };
 
@@ -64,11 +66,19 @@ inline ParityData MakeParityData(const features::FeatureMatrix& features,
   binning.max_bin = max_bin;
   data.mapper = tree::BinMapper::Fit(features, binning, 0);
   data.bins = tree::ApplyBins(data.mapper, features, 0);
-  for (double label : labels) data.classes.push_back(static_cast<std::int32_t>(label));
   data.batch.spec = spec;
   data.batch.spec.num_classes = num_classes;
   data.batch.seed = seed;
   data.batch.draws = bootstrap ? features.num_rows : 0;
+  if (spec.criterion == Criterion::kSquaredError) {
+    double mean = 0;
+    for (double label : labels) mean += label;
+    mean /= double(labels.size());
+    for (double label : labels) data.targets.push_back(label - mean);
+    data.batch.value_unit = QuantizeTargets(data.targets, features.num_rows, &data.units);
+  } else {
+    for (double label : labels) data.classes.push_back(static_cast<std::int32_t>(label));
+  }
   return data;
 }
 
@@ -76,17 +86,19 @@ inline ParityData MakeParityData(const features::FeatureMatrix& features,
 inline const BatchData& Bind(ParityData& data) {
   data.batch.bins = &data.bins;
   data.batch.mapper = &data.mapper;
-  data.batch.classes = data.classes.data();
+  data.batch.classes = data.classes.empty() ? nullptr : data.classes.data();
+  data.batch.target_units = data.units.empty() ? nullptr : data.units.data();
   return data.batch;
 }
 
 // Trees [0, count) grown by ForestTreeGrower on the batch's bootstraps.
-inline void CpuTrees(const BatchData& batch, int count, std::vector<tree::Tree>& trees,
-                     std::vector<std::vector<double>>& outputs) {
+inline void CpuTrees(const BatchData& batch, const std::vector<double>& targets, int count,
+                     std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs) {
   TrainingRows rows;
   rows.bins = batch.bins;
   rows.mapper = batch.mapper;
   rows.classes = batch.classes;
+  rows.targets = targets.empty() ? nullptr : targets.data();
   ForestTreeGrower grower(rows, batch.spec);
   const std::int64_t num_rows = batch.bins->num_rows;
   for (int tree_index = 0; tree_index < count; ++tree_index) {
@@ -113,11 +125,12 @@ inline std::string TreeBytes(const tree::Tree& tree) {
 
 // Grows `count` trees on `device` in batches of its slots and expects every tree and leaf
 // output to equal the CPU grower's.
-inline void ExpectSameTrees(BatchDevice& device, const BatchData& batch, int count,
+inline void ExpectSameTrees(BatchDevice& device, const ParityData& data, int count,
                             const std::string& what) {
+  const BatchData& batch = data.batch;
   std::vector<tree::Tree> cpu_trees, batch_trees;
   std::vector<std::vector<double>> cpu_outputs, batch_outputs;
-  CpuTrees(batch, count, cpu_trees, cpu_outputs);
+  CpuTrees(batch, data.targets, count, cpu_trees, cpu_outputs);
   for (int first = 0; first < count; first += device.slots()) {
     GrowTreeBatch(device, batch, std::uint64_t(first), std::min(device.slots(), count - first),
                   batch_trees, batch_outputs);
