@@ -107,7 +107,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
   const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
   // Regression targets become whole multiples of a unit, so every weighted sum is exact in any
-  // order (the GPU's atomics then give the CPU's bits); the unit is below 2^-52 of the largest
+  // order (the GPU's atomics then give the CPU's bits); the unit is under 2^-51 times the largest
   // target times the rows, far under any difference that matters.
   std::vector<long long> target_units;
   double value_unit = 1;
