@@ -155,7 +155,7 @@ double QuantizeTargets(std::vector<double>& targets, std::int64_t total_weight,
   if (largest > 0) {
     // The smallest power of two with largest / unit * total_weight <= 2^52.
     int exponent = 0;
-    std::frexp(largest * double(std::max<std::int64_t>(total_weight, 1)) * 0x1.0p-52, &exponent);
+    std::frexp(largest * 0x1.0p-52 * double(std::max<std::int64_t>(total_weight, 1)), &exponent);
     unit = std::ldexp(1.0, exponent);
   }
   if (units != nullptr) units->resize(targets.size());
