@@ -49,9 +49,9 @@ struct ForestParams {
   bool extra_trees = false;          // XT: one random threshold per feature and node
   int max_bin = 255;                 // bins per numeric feature (the tree engine's max_bin)
   std::uint64_t seed = 0;            // scikit-learn's random_state
-  // Where the trees grow: "cpu", or "cuda" (also "gpu"): classification forests grow on the
-  // GPU in batches of trees (the CPU's trees, split for split); without a usable GPU, for
-  // regression, or when the data does not fit, the fit runs on the CPU and the report says why.
+  // Where the trees grow: "cpu", or "cuda" (also "gpu"): the forest grows on the GPU in batches
+  // of trees (the CPU's trees, split for split); without a usable GPU, or when the data does not
+  // fit, the fit runs on the CPU and the report says why.
   std::string device = "cpu";
   int gpu_device_id = 0;             // CUDA device ordinal
   double gpu_memory_fraction = 0.9;  // of the device's free memory, the most the fit may take
