@@ -1,5 +1,7 @@
 #include "models/forest/forest.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -69,6 +71,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   std::vector<double> targets;
   double target_mean = 0;
   if (regression) {
+    for (std::int64_t row = 0; row < rows; ++row) {
+      if (!std::isfinite(labels[row])) {
+        throw InvalidInput(fmt::format(
+            "regression target of training row {} is {}: forests need finite targets (drop or "
+            "impute that row)",
+            row + 1, labels[row]));
+      }
+    }
     for (double label : labels) target_mean += label;
     target_mean /= double(rows);
     targets.resize(static_cast<std::size_t>(rows));
@@ -107,8 +117,8 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   std::vector<std::vector<std::uint64_t>> in_bag(out_of_bag != nullptr ? wanted : 0);
   const auto draws = std::max<std::int64_t>(1, std::llround(params.max_samples * double(rows)));
   // Regression targets become whole multiples of a unit, so every weighted sum is exact in any
-  // order (the GPU's atomics then give the CPU's bits); the unit is under 2^-51 times the largest
-  // target times the rows, far under any difference that matters.
+  // order (the GPU's atomics then give the CPU's bits); the unit is at most 2^-51 times the
+  // largest centred target times max(draws, rows) (QuantizeTargets).
   std::vector<long long> target_units;
   double value_unit = 1;
   if (regression) {

@@ -150,10 +150,13 @@ void KeepBits(TreeState& state, NodeRecord& node, const std::uint32_t* bits, int
 double QuantizeTargets(std::vector<double>& targets, std::int64_t total_weight,
                        std::vector<long long>* units) {
   double largest = 0;
-  for (double target : targets) largest = std::max(largest, std::abs(target));
+  for (std::size_t row = 0; row < targets.size(); ++row) {
+    TFG_CHECK(std::isfinite(targets[row]), "non-finite regression target at row {}", row);
+    largest = std::max(largest, std::abs(targets[row]));
+  }
   double unit = 1;
   if (largest > 0) {
-    // The smallest power of two with largest / unit * total_weight <= 2^52.
+    // A power of two with largest / unit * total_weight < 2^52 (at most twice the smallest).
     int exponent = 0;
     std::frexp(largest * 0x1.0p-52 * double(std::max<std::int64_t>(total_weight, 1)), &exponent);
     unit = std::ldexp(1.0, exponent);

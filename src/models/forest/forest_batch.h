@@ -37,7 +37,9 @@ struct BatchData {
 // Rounds centred regression targets to whole multiples of a power of two (returned) fine enough
 // for every weighted sum of up to `total_weight` bootstrap counts to stay below 2^53 units: such
 // sums are exact in any order, so the GPU's atomics give the CPU's bits. `targets` is rounded in
-// place; `units` (when given) receives each target in units.
+// place; `units` (when given) receives each target in units. The unit is at most 2^-51 times
+// the largest |target| times `total_weight` (about 4e-10 of it for a million rows): targets
+// spanning many orders of magnitude lose the small ones' digits. Targets must be finite.
 double QuantizeTargets(std::vector<double>& targets, std::int64_t total_weight,
                        std::vector<long long>* units);
 

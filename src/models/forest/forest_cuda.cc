@@ -64,10 +64,10 @@ class CudaBatchDevice final : public BatchDevice {
     } else {
       device::Upload(bins8_, bins.bins8.data(), bins.bins8.size());
     }
-    if (data_.classes != nullptr) {
-      device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
-    } else {
+    if (rules_.criterion == kernels::kCriterionSquaredError) {
       device::Upload(target_units_, data_.target_units, static_cast<std::size_t>(rows_));
+    } else {
+      device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
     }
     std::vector<double> bounds;
     std::vector<std::size_t> bound_begin;
@@ -235,10 +235,10 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
   const bool regression = data.spec.criterion == Criterion::kSquaredError;
   const int width = regression ? 2 : data.spec.num_classes;
   const int max_bins = data.mapper->MaxBins();
-  // The dynamic part and the block's own: the feature and the regression target range.
+  // The dynamic part and the block's own (the feature and the regression target range, 64
+  // bytes with room for padding).
   const std::size_t shared =
-      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features(), regression) +
-      sizeof(int) + 2 * sizeof(long long);
+      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features(), regression) + 64;
   int shared_limit = 0;
   TFG_CUDA_CHECK(
       cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.ordinal));

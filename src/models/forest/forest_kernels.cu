@@ -97,6 +97,8 @@ __global__ void __launch_bounds__(kEvalThreads)
   }
   __syncthreads();
   const int feature_index = feature;
+  long long my_lowest = 0, my_highest = 0;  // regression: this thread's target range
+  bool seen = false;
   for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
     const std::int32_t row = rows[at];
     const int bin = BinAt(data, row, feature_index);
@@ -106,12 +108,18 @@ __global__ void __launch_bounds__(kEvalThreads)
       // Two's-complement sums: unsigned adds give the signed total.
       atomicAdd(reinterpret_cast<unsigned long long*>(&values[bin]),
                 static_cast<unsigned long long>(static_cast<long long>(weights[row]) * units));
-      atomicMin(&lowest, units);
-      atomicMax(&highest, units);
+      my_lowest = seen && my_lowest < units ? my_lowest : units;
+      my_highest = seen && my_highest > units ? my_highest : units;
+      seen = true;
     } else {
       atomicAdd(&counts[bin * width + data.classes[row]], weights[row]);
     }
     atomicAdd(&bin_rows[bin], 1u);
+  }
+  if (regression && seen) {
+    // One update of the node's range per thread, not per row.
+    atomicMin(&lowest, my_lowest);
+    atomicMax(&highest, my_highest);
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
@@ -256,11 +264,10 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
   if (node_count == 0) return;
   const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features,
                                                  rules.criterion == kCriterionSquaredError);
-  if (shared > 48 * 1024) {
-    // Set on the current device each time: the attribute is per device, and cheap to set.
-    TFG_CUDA_CHECK(cudaFuncSetAttribute(
-        EvaluateFeature, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-  }
+  // Set on the current device for every launch: the attribute is per device and cheap to set,
+  // and with it the dynamic part may go past 48 KiB less the block's static part.
+  TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateFeature, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(shared)));
   const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
   EvaluateFeature<<<grid, kEvalThreads, shared>>>(data, trees, rules, nodes, first_position,
                                                   positions, cuts, cut_bits, words, sums);

@@ -226,6 +226,20 @@ TEST(Forest, AskingForTheGpuGivesTheCpuModel) {
   }
 }
 
+TEST(Forest, ANonFiniteRegressionTargetIsNamed) {
+  Synthetic data = MakeSynthetic(300, true, 13);
+  data.labels[41] = std::nan("");
+  ForestParams params = Classifier(false);
+  params.criterion = Criterion::kSquaredError;
+  try {
+    ForestModel::Fit(data.features, data.labels, 1, params, 1);
+    FAIL() << "a NaN target was accepted";
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("training row 42"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(Forest, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
   const testing::AdultFeatures adult = testing::LoadAdultFeatures();
