@@ -108,4 +108,12 @@ void Upload(DeviceArray<T>& target, const T* source, std::size_t count) {
   }
 }
 
+// Copies the first `count` elements of `source` to host memory at `target`.
+template <typename T>
+void Download(T* target, const DeviceArray<T>& source, std::size_t count) {
+  if (count > 0) {
+    TFG_CUDA_CHECK(cudaMemcpy(target, source.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+}
+
 }  // namespace tabforge::device

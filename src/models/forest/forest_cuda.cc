@@ -29,13 +29,6 @@ void Reserve(DeviceArray<T>& array, std::size_t count) {
 }
 
 template <typename T>
-void DownloadRange(T* target, const DeviceArray<T>& source, std::size_t count) {
-  if (count > 0) {
-    TFG_CUDA_CHECK(cudaMemcpy(target, source.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
-  }
-}
-
-template <typename T>
 void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count) {
   Reserve(target, count);
   if (count > 0) {
@@ -126,7 +119,7 @@ class CudaBatchDevice final : public BatchDevice {
     kernels::StartTrees(rows_view_, trees_view_, count, first_tree, data_.seed, data_.draws,
                         slot_rows_.data());
     std::vector<long long> counts(static_cast<std::size_t>(count));
-    DownloadRange(counts.data(), slot_rows_, counts.size());
+    device::Download(counts.data(), slot_rows_, counts.size());
     return std::vector<std::int64_t>(counts.begin(), counts.end());
   }
 
@@ -159,10 +152,10 @@ class CudaBatchDevice final : public BatchDevice {
       kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(size),
                              first_position, positions, cuts_.data(), cut_bits_.data(), words_,
                              sums_.data(), outcomes_.data(), out_bits_.data());
-      DownloadRange(outcomes.data() + first, outcomes_, size);
+      device::Download(outcomes.data() + first, outcomes_, size);
       // Bin words belong to categorical cuts only: without categorical features they stay zero.
-      if (has_categorical_) DownloadRange(bits.data() + first * words, out_bits_, size * words);
-      if (first_position == 0) DownloadRange(sums.data() + first * width, sums_, size * width);
+      if (has_categorical_) device::Download(bits.data() + first * words, out_bits_, size * words);
+      if (first_position == 0) device::Download(sums.data() + first * width, sums_, size * width);
     }
   }
 
@@ -178,7 +171,7 @@ class CudaBatchDevice final : public BatchDevice {
       Reserve(left_counts_, size);
       kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), static_cast<int>(size),
                               split_bits_.data(), left_counts_.data());
-      DownloadRange(counts.data() + first, left_counts_, size);
+      device::Download(counts.data() + first, left_counts_, size);
     }
     return counts;
   }

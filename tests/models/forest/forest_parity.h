@@ -5,15 +5,20 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/random.h"
 #include "core/serialize.h"
 #include "features/feature_matrix.h"
+#include "models/adult_features.h"
 #include "models/forest/forest_batch.h"
 #include "models/forest/forest_grower.h"
+#include "models/letter_features.h"
 
 namespace tabforge::forest::parity {
 
@@ -146,6 +151,89 @@ inline void ExpectSameTrees(BatchDevice& device, const ParityData& data, int cou
     leaves += cpu_trees[tree_index].num_leaves();
   }
   EXPECT_GT(leaves, 2 * count) << what << ": the trees should split";
+}
+
+inline TreeSpec Spec(Criterion criterion, int features_per_node, int max_leaf_nodes, bool extra) {
+  TreeSpec spec;
+  spec.criterion = criterion;
+  spec.features_per_node = features_per_node;
+  spec.max_leaf_nodes = max_leaf_nodes;
+  spec.extra_trees = extra;
+  return spec;
+}
+
+// A device for a batch (host loops or CUDA); null fails the test.
+using DeviceMaker = std::function<std::unique_ptr<BatchDevice>(const BatchData&)>;
+
+// Grows `trees` trees per case on devices from `make` and expects the CPU grower's: synthetic
+// data of `rows` rows, 3 classes (RF and XT, Gini and entropy, depth-first and best-first,
+// size and impurity limits), regression (RF best-first, XT), and 12 classes on 1000-bin
+// (16-bit) features.
+inline void ExpectSyntheticParity(const DeviceMaker& make, std::int64_t rows, int trees) {
+  struct Case {
+    TreeSpec spec;
+    bool bootstrap;
+    const char* what;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Spec(Criterion::kGini, 2, 0, false), true, "RF gini depth-first"});
+  cases.push_back({Spec(Criterion::kEntropy, 2, 40, false), true, "RF entropy best-first 40"});
+  cases.push_back({Spec(Criterion::kGini, 3, 0, true), false, "XT gini depth-first"});
+  cases.push_back({Spec(Criterion::kEntropy, 1, 25, true), true, "XT entropy best-first 25"});
+  TreeSpec limited = Spec(Criterion::kGini, 7, 0, false);
+  limited.max_depth = 6;
+  limited.min_samples_leaf = 4;
+  limited.min_samples_split = 12;
+  limited.min_impurity_decrease = 2e-4;
+  cases.push_back({limited, true, "RF limits"});
+  auto grow = [&](ParityData& data, const char* what) {
+    const std::unique_ptr<BatchDevice> device = make(Bind(data));
+    ASSERT_NE(device, nullptr) << what;
+    ExpectSameTrees(*device, data, trees, what);
+  };
+  const Synthetic classification = MakeSynthetic(rows, false, 21);
+  for (const Case& test_case : cases) {
+    ParityData data = MakeParityData(classification.features, classification.labels, 3,
+                                     test_case.spec, test_case.bootstrap, 5);
+    grow(data, test_case.what);
+  }
+  const Synthetic regression = MakeSynthetic(rows, true, 24);
+  for (bool extra : {false, true}) {
+    const TreeSpec spec = Spec(Criterion::kSquaredError, extra ? 7 : 4, extra ? 0 : 50, extra);
+    ParityData data = MakeParityData(regression.features, regression.labels, 1, spec, !extra, 6);
+    grow(data, extra ? "XT regression" : "RF regression");
+  }
+  const Synthetic wide = MakeSynthetic(rows, true, 22);
+  std::vector<double> classes;
+  for (double value : wide.labels) {
+    classes.push_back(std::clamp(std::floor((value + 2.5) * 2), 0.0, 11.0));
+  }
+  ParityData data = MakeParityData(wide.features, classes, 12,
+                                   Spec(Criterion::kEntropy, 3, 0, false), true, 8, 1000);
+  ASSERT_TRUE(data.bins.wide());
+  grow(data, "RF entropy, 1000 bins, 12 classes");
+}
+
+// The same on Adult (RF gini and XT entropy, 3 features a node, best-first 15000 leaves) and,
+// with `letter`, on letter (RF, 26 classes). Call after TFG_REQUIRE_DATASETS().
+inline void ExpectDatasetParity(const DeviceMaker& make, int trees, bool letter) {
+  auto grow = [&](ParityData& data, const char* what) {
+    const std::unique_ptr<BatchDevice> device = make(Bind(data));
+    ASSERT_NE(device, nullptr) << what;
+    ExpectSameTrees(*device, data, trees, what);
+  };
+  const tabforge::testing::AdultFeatures adult = tabforge::testing::LoadAdultFeatures();
+  for (bool extra : {false, true}) {
+    ParityData data = MakeParityData(
+        adult.train, adult.train_labels, 2,
+        Spec(extra ? Criterion::kEntropy : Criterion::kGini, 3, 15000, extra), true, 3);
+    grow(data, extra ? "Adult XT" : "Adult RF");
+  }
+  if (!letter) return;
+  const tabforge::testing::LetterFeatures rows = tabforge::testing::LoadLetterFeatures();
+  ParityData data = MakeParityData(rows.rows, rows.labels, rows.classes,
+                                   Spec(Criterion::kGini, 4, 0, false), true, 9);
+  grow(data, "letter RF");
 }
 
 }  // namespace tabforge::forest::parity

@@ -235,8 +235,7 @@ TEST(Forest, ANonFiniteRegressionTargetIsNamed) {
     ForestModel::Fit(data.features, data.labels, 1, params, 1);
     FAIL() << "a NaN target was accepted";
   } catch (const InvalidInput& error) {
-    EXPECT_NE(std::string(error.what()).find("training row 42"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("training row 42"), std::string::npos) << error.what();
   }
 }
 

@@ -18,6 +18,7 @@
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/gbm/gbm_predict_tables.h"
+#include "models/letter_features.h"
 #include "test_support.h"
 
 namespace tabforge::gbm {
@@ -354,17 +355,9 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
   ExpectRowScoringMatches(GbmModel::Fit(adult_rows, adult_labels, {}, nullptr, {}, params, 0),
                           adult_rows, "Adult");
 
-  data::Table letter = data::ReadCsv(testing::DatasetPath("letter.csv.gz"));
-  const data::LabelSummary summary = data::AnalyzeLabel(letter, "lettr");
-  const features::FeatureMatrix letter_rows =
-      features::FeaturePipeline::Fit(letter, "lettr").Transform(letter);
-  std::vector<double> letter_labels;
-  const data::Column& letter_class = letter.ColumnByName("lettr");
-  for (std::int64_t row = 0; row < letter.num_rows(); ++row) {
-    letter_labels.push_back(double(
-        std::find(summary.classes.begin(), summary.classes.end(), letter_class.CellText(row)) -
-        summary.classes.begin()));
-  }
+  const testing::LetterFeatures letter = testing::LoadLetterFeatures();
+  const features::FeatureMatrix& letter_rows = letter.rows;
+  const std::vector<double>& letter_labels = letter.labels;
   params = GbmParams{};
   params.objective = "multiclass";
   params.num_class = 26;
@@ -375,19 +368,13 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
 
 TEST(Gbm, LetterMulticlass) {
   TFG_REQUIRE_DATASETS();
-  data::Table table = data::ReadCsv(testing::DatasetPath("letter.csv.gz"));
-  data::LabelSummary summary = data::AnalyzeLabel(table, "lettr");
-  features::FeatureMatrix all = features::FeaturePipeline::Fit(table, "lettr").Transform(table);
-  std::vector<double> labels;
-  const data::Column& column = table.ColumnByName("lettr");
-  for (std::int64_t row = 0; row < table.num_rows(); ++row) {
-    labels.push_back(
-        double(std::find(summary.classes.begin(), summary.classes.end(), column.CellText(row)) -
-               summary.classes.begin()));
-  }
+  const testing::LetterFeatures letter = testing::LoadLetterFeatures();
+  const features::FeatureMatrix& all = letter.rows;
+  const std::vector<double>& labels = letter.labels;
+  const std::int64_t total_rows = all.num_rows;
   // UCI's split: the first 16000 rows train, the last 4000 test.
   std::vector<std::int64_t> train_rows, test_rows;
-  for (std::int64_t row = 0; row < table.num_rows(); ++row)
+  for (std::int64_t row = 0; row < total_rows; ++row)
     (row < 16000 ? train_rows : test_rows).push_back(row);
   std::vector<double> train_labels, test_labels;
   for (std::int64_t row : train_rows) train_labels.push_back(labels[row]);
