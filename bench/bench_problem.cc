@@ -104,7 +104,7 @@ void MakeSyntheticRows(std::int64_t first, std::int64_t rows, int feature_count,
   out.numeric.assign(static_cast<std::size_t>(rows) * feature_count, 0.0f);
   out.numeric_info.clear();
   for (int feature = 0; feature < feature_count; ++feature) {
-    out.numeric_info.push_back({fmt::format("f{}", feature), fmt::format("f{}", feature), 0});
+    out.numeric_info.push_back({fmt::format("f{}", feature), fmt::format("f{}", feature), 0, {}});
   }
   labels.assign(static_cast<std::size_t>(rows), 0.0);
   auto normal = [&](std::uint64_t stream, std::uint64_t counter) {

@@ -287,7 +287,7 @@ struct TabularPredictor::State {
             problem_type == ProblemType::kRegression
                 ? inputs[input]
                 : fmt::format("{}.{}", inputs[input], classes[static_cast<std::size_t>(k)]);
-        out.numeric_info.push_back({name, inputs[input], 0});
+        out.numeric_info.push_back({name, inputs[input], 0, {}});
         for (std::int64_t row = 0; row < base.num_rows; ++row) {
           out.numeric.push_back(static_cast<float>(values[row * k_outputs + k]));
         }

@@ -15,6 +15,10 @@ struct FeatureInfo {
   std::string source;  // the input column it was made from
   // Categorical features only: number of codes, 0..cardinality-1 (see CategoricalEncoder).
   std::int32_t cardinality = 0;
+  // Categorical features only: each code's place when the kept categories are sorted bytewise
+  // (the order of scikit-learn's OrdinalEncoder and of AutoGluon's category codes), the rare,
+  // unknown and missing codes after them. Empty means the codes' own order.
+  std::vector<std::int32_t> sorted_rank;
 };
 
 // Sparse counts in compressed sparse row form: row r's entries are

@@ -376,7 +376,7 @@ SparseCounts NgramVectorizer::Transform(const Column& column, int threads) const
   out.num_columns = num_features();
   out.info.reserve(vocabulary_.size());
   for (const std::string& gram : vocabulary_) {
-    out.info.push_back({fmt::format("{}.__ngram__.{}", column_name_, gram), column_name_, 0});
+    out.info.push_back({fmt::format("{}.__ngram__.{}", column_name_, gram), column_name_, 0, {}});
   }
 
   const std::int64_t rows = column.size();

@@ -46,7 +46,7 @@ TEST(Folds, EveryRowOnceStratifiedAndBalanced) {
 TEST(Bagging, OutOfFoldPredictionsCoverEveryRowOncePerSetWithoutLeakage) {
   features::FeatureMatrix x;
   x.num_rows = 500;
-  x.numeric_info.push_back({"key", "key", 0});
+  x.numeric_info.push_back({"key", "key", 0, {}});
   std::vector<double> labels;
   for (int row = 0; row < 500; ++row) {
     x.numeric.push_back(static_cast<float>(row) + 0.5f);

@@ -16,7 +16,7 @@ inline features::FeatureMatrix UniformFeatures(std::int64_t rows, int dims, std:
   features::FeatureMatrix x;
   x.num_rows = rows;
   x.numeric.resize(static_cast<std::size_t>(rows) * dims);
-  for (int f = 0; f < dims; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
+  for (int f = 0; f < dims; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0, {}});
   for (std::int64_t row = 0; row < rows; ++row) {
     for (int f = 0; f < dims; ++f) {
       const double scale = widening ? f + 1 : 1;

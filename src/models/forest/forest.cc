@@ -62,8 +62,13 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   tree::BinningOptions binning;
   binning.max_bin = params.max_bin;
   binning.seed = params.seed;
+  binning.categories_sorted = true;
   model.mapper_ = tree::BinMapper::Fit(train, binning, thread_count);
   const tree::BinMatrix bins = tree::ApplyBins(model.mapper_, train, thread_count);
+  const std::vector<std::vector<double>> bin_lows =
+      params.extra_trees ? BinLowestValues(train, bins, model.mapper_, thread_count)
+                         : std::vector<std::vector<double>>(
+                               static_cast<std::size_t>(model.mapper_.num_features()));
   model.report_.bin_seconds = bin_watch.Seconds();
 
   Stopwatch train_watch;
@@ -95,6 +100,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   TrainingRows data;
   data.bins = &bins;
   data.mapper = &model.mapper_;
+  data.bin_lows = &bin_lows;
   data.classes = regression ? nullptr : classes.data();
   data.targets = regression ? targets.data() : nullptr;
   TreeSpec spec;
@@ -155,6 +161,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     BatchData batch;
     batch.bins = &bins;
     batch.mapper = &model.mapper_;
+    batch.bin_lows = &bin_lows;
     batch.classes = regression ? nullptr : classes.data();
     batch.target_units = regression ? target_units.data() : nullptr;
     batch.value_unit = value_unit;

@@ -396,7 +396,8 @@ class HostBatchDevice final : public BatchDevice {
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
       const tree::FeatureBins& bins = mapper.feature(feature);
       infos_.push_back(
-          kernels::FeatureInfo{bins.num_bins, bins.categorical ? 1 : 0, bins.upper_bounds.data()});
+          kernels::FeatureInfo{bins.num_bins, bins.categorical ? 1 : 0,
+                               (*data_.bin_lows)[static_cast<std::size_t>(feature)].data()});
     }
     weights_.resize(static_cast<std::size_t>(slots));
     order_.resize(static_cast<std::size_t>(slots));

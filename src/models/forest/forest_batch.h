@@ -29,6 +29,7 @@ struct BatchData {
   // Regression: each row's target in units of `value_unit` (QuantizeTargets).
   const long long* target_units = nullptr;
   double value_unit = 1;
+  const std::vector<std::vector<double>>* bin_lows = nullptr;  // TrainingRows::bin_lows
   TreeSpec spec;
   std::uint64_t seed = 0;
   std::int64_t draws = 0;

@@ -62,19 +62,20 @@ class CudaBatchDevice final : public BatchDevice {
     } else {
       device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
     }
-    std::vector<double> bounds;
-    std::vector<std::size_t> bound_begin;
+    std::vector<double> lows;
+    std::vector<std::size_t> low_begin;
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
-      bound_begin.push_back(bounds.size());
-      const std::vector<double>& upper = mapper.feature(feature).upper_bounds;
-      bounds.insert(bounds.end(), upper.begin(), upper.end());
+      low_begin.push_back(lows.size());
+      const std::vector<double>& feature_lows =
+          (*data_.bin_lows)[static_cast<std::size_t>(feature)];
+      lows.insert(lows.end(), feature_lows.begin(), feature_lows.end());
     }
-    device::Upload(bounds_, bounds.data(), bounds.size());
+    device::Upload(bin_lows_, lows.data(), lows.size());
     std::vector<kernels::FeatureInfo> infos;
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
       const tree::FeatureBins& feature_bins = mapper.feature(feature);
       infos.push_back(kernels::FeatureInfo{feature_bins.num_bins, feature_bins.categorical ? 1 : 0,
-                                           bounds_.data() + bound_begin[feature]});
+                                           bin_lows_.data() + low_begin[feature]});
     }
     device::Upload(infos_, infos.data(), infos.size());
     if (!xlogx_.empty()) {
@@ -188,7 +189,7 @@ class CudaBatchDevice final : public BatchDevice {
   DeviceArray<std::uint16_t> bins16_;
   DeviceArray<std::int32_t> classes_;
   DeviceArray<long long> target_units_;
-  DeviceArray<double> bounds_;
+  DeviceArray<double> bin_lows_;
   DeviceArray<kernels::FeatureInfo> infos_;
   DeviceArray<double> device_xlogx_;
   DeviceArray<std::uint32_t> weights_;

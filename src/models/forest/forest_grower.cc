@@ -5,6 +5,7 @@
 #include <limits>
 #include <queue>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "models/forest/forest_split.h"
@@ -48,6 +49,38 @@ class BinColumn {
 };
 
 }  // namespace
+
+std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& features,
+                                                 const tree::BinMatrix& bins,
+                                                 const tree::BinMapper& mapper, int threads) {
+  Context context;
+  context.num_threads = threads;
+  std::vector<std::vector<double>> lows(static_cast<std::size_t>(mapper.num_features()));
+  const int numeric = features.num_numeric();
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+  for (int feature = 0; feature < numeric; ++feature) {
+    const tree::FeatureBins& feature_bins = mapper.feature(feature);
+    std::vector<double>& feature_lows = lows[static_cast<std::size_t>(feature)];
+    feature_lows.assign(static_cast<std::size_t>(feature_bins.num_bins),
+                        std::numeric_limits<double>::infinity());
+    const BinColumn column(bins, feature);
+    const float* values = features.NumericColumn(feature);
+    for (std::int64_t row = 0; row < features.num_rows; ++row) {
+      if (std::isnan(values[row])) continue;
+      // Infinite values count as the largest finite floats, so every draw stays finite.
+      const double value =
+          std::clamp(double(values[row]), -double(std::numeric_limits<float>::max()),
+                     double(std::numeric_limits<float>::max()));
+      double& low = feature_lows[static_cast<std::size_t>(column(static_cast<std::int32_t>(row)))];
+      low = std::min(low, value);
+    }
+    for (int bin = 0; bin < feature_bins.missing_bin(); ++bin) {
+      if (!std::isinf(feature_lows[bin])) continue;
+      feature_lows[bin] = feature_bins.upper_bounds[std::max(bin - 1, 0)];
+    }
+  }
+  return lows;
+}
 
 struct ForestTreeGrower::Candidate {
   tree::LeafSplit split;  // feature < 0: none
@@ -173,16 +206,18 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   const bool has_values = high_bin >= 0;
   if (!has_values || (low_bin == high_bin && missing_rows == 0)) return false;
   // A threshold drawn uniformly between the node's smallest and largest value (scikit-learn's
-  // draw), as the first bin whose bound reaches it; with one value, values against missing.
+  // draw; the values are the bins' smallest training values), cutting after the first bin whose
+  // next bin's smallest value reaches it; with one value, values against missing.
   int threshold = high_bin;
   if (low_bin < high_bin) {
-    const double low = feature_bins.upper_bounds[low_bin];
-    const double high = feature_bins.upper_bounds[high_bin - 1];
+    const std::vector<double>& lows = (*data_.bin_lows)[static_cast<std::size_t>(feature)];
+    const double low = lows[low_bin];
+    const double high = lows[high_bin];
     const double drawn =
         low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
-    // std::lower_bound over bounds [low_bin, high_bin - 1), without branches (the drawn value
-    // makes every comparison a coin toss).
-    const double* bounds = feature_bins.upper_bounds.data();
+    // std::lower_bound over the next bins' smallest values for bins [low_bin, high_bin - 1),
+    // without branches (the drawn value makes every comparison a coin toss).
+    const double* bounds = lows.data() + 1;
     std::int64_t first = low_bin;
     std::int64_t length = high_bin - 1 - low_bin;
     if (length <= 16) {
@@ -351,10 +386,11 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   // whichever side gains more).
   const bool categorical = feature_bins.categorical;
   if (categorical) {
-    // Categories in their bins' order (most frequent first), cut anywhere: what scikit-learn's
-    // forests do with ordinal codes. Ordering them by the node's target mean instead finds the
-    // best of all subsets (Breiman et al. 1984), but those splits generalised worse (Adult RF
-    // test AUC 0.9052 against 0.9062, XT 0.8843 against 0.8876).
+    // Categories in their bins' order (sorted by value: BinningOptions::categories_sorted), cut
+    // anywhere: what scikit-learn's forests do with ordinal codes, and AutoGluon's forests with
+    // its category codes. Ordering them by the node's target mean instead finds the best of all
+    // subsets (Breiman et al. 1984), but those splits generalised worse (Adult RF test AUC
+    // 0.9052 against 0.9062, XT 0.8843 against 0.8876, in frequency order).
     std::sort(used_.begin(), used_.end());
   } else {
     std::sort(used_.begin(), used_.end());
@@ -369,20 +405,11 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   const int last = missing_bin >= 0 ? values - 1 : values - 2;
   int only_cut = -1;
   if (spec_.extra_trees) {
+    // Extremely randomized trees reach here with categorical features only (numeric ones take
+    // TryExtraTreesNumeric): one cut drawn uniformly among the node's categories in bin order.
+    TFG_CHECK(categorical, "numeric feature {} in the categorical cut draw", feature);
     const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
-    if (categorical || values < 2) {
-      only_cut = static_cast<int>(KeyedBelow(threshold_key_, counter, std::uint64_t(last) + 1));
-    } else {
-      // A threshold drawn uniformly between the node's smallest and largest value boundaries
-      // (scikit-learn draws it between the node's smallest and largest value).
-      const double low = feature_bins.upper_bounds[used_[0]];
-      const double high = feature_bins.upper_bounds[used_[values - 2]];
-      const double drawn = low + (high - low) * KeyedUniform(threshold_key_, counter);
-      only_cut = 0;
-      while (only_cut < values - 2 && feature_bins.upper_bounds[used_[only_cut]] < drawn) {
-        ++only_cut;
-      }
-    }
+    only_cut = static_cast<int>(KeyedBelow(threshold_key_, counter, std::uint64_t(last) + 1));
   }
   const std::int64_t missing_rows = missing_bin >= 0 ? bin_rows[missing_bin] : 0;
   double* left = left_.data();

@@ -35,7 +35,18 @@ struct TrainingRows {
   // Regression: the target of each row, centred and made a whole multiple of a unit
   // (QuantizeTargets in forest_batch.h), so that every weighted sum is exact in any order.
   const double* targets = nullptr;
+  // Numeric features: each value bin's smallest training value (BinLowestValues), between which
+  // extremely randomized trees draw their thresholds.
+  const std::vector<std::vector<double>>* bin_lows = nullptr;
 };
+
+// For each numeric feature (categorical ones: empty), the smallest training value of each value
+// bin, so that extremely randomized trees can draw a threshold uniformly between a node's
+// smallest and largest value as scikit-learn does: the draw then cuts after bin b when it falls
+// below bin b+1's smallest value. A bin without training rows gets its lower bound.
+std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& features,
+                                                 const tree::BinMatrix& bins,
+                                                 const tree::BinMapper& mapper, int threads);
 
 class ForestTreeGrower {
  public:

@@ -49,7 +49,7 @@ struct DeviceRows {
   const std::int32_t* classes;    // classification
   const long long* target_units;  // regression: targets in units (QuantizeTargets)
   long long rows;
-  const FeatureInfo* features;  // per feature (upper_bounds point into device memory)
+  const FeatureInfo* features;  // per feature (bin_lows point into device memory)
   int max_bins;
 };
 

@@ -66,7 +66,7 @@ struct SplitRules {
 struct FeatureInfo {
   int num_bins;
   int categorical;
-  const double* upper_bounds;  // numeric: value bin b's upper bound
+  const double* bin_lows;  // numeric: value bin b's smallest training value (BinLowestValues)
 };
 
 // The best cut of one feature (improvement -infinity: none).
@@ -185,11 +185,12 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
     if (high_bin < 0 || (low_bin == high_bin && missing_rows == 0)) return false;
     int threshold = high_bin;
     if (low_bin < high_bin) {
-      const double low = info.upper_bounds[low_bin];
-      const double high = info.upper_bounds[high_bin - 1];
+      const double low = info.bin_lows[low_bin];
+      const double high = info.bin_lows[high_bin];
       const double drawn = low + (high - low) * KeyedUniform(threshold_key, counter);
-      threshold = low_bin;  // the first bound in [low_bin, high_bin - 1) reaching it
-      while (threshold < high_bin - 1 && info.upper_bounds[threshold] < drawn) ++threshold;
+      // The first bin in [low_bin, high_bin - 1) whose next bin's smallest value reaches it.
+      threshold = low_bin;
+      while (threshold < high_bin - 1 && info.bin_lows[threshold + 1] < drawn) ++threshold;
     }
     long long left_rows = 0;
     for (int k = 0; k < width; ++k) left[k] = 0;

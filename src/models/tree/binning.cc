@@ -48,8 +48,9 @@ std::vector<double> NumericBounds(const std::vector<float>& sorted, int max_valu
   return bounds;
 }
 
+// `sorted_rank`: FeatureInfo::sorted_rank to number the kept bins by, or null.
 FeatureBins CategoricalBins(const std::int32_t* codes, std::int64_t rows, std::int32_t cardinality,
-                            int max_cat_bins) {
+                            int max_cat_bins, const std::vector<std::int32_t>* sorted_rank) {
   std::vector<std::int64_t> counts(static_cast<std::size_t>(std::max(cardinality, 1)), 0);
   for (std::int64_t row = 0; row < rows; ++row) {
     std::int32_t code = codes[row];
@@ -62,6 +63,12 @@ FeatureBins CategoricalBins(const std::int32_t* codes, std::int64_t rows, std::i
   std::stable_sort(order.begin(), order.end(),
                    [&](std::int32_t a, std::int32_t b) { return counts[a] > counts[b]; });
   const std::size_t own = std::min<std::size_t>(order.size(), max_cat_bins - 1);
+  order.resize(own);
+  if (sorted_rank != nullptr) {
+    std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+      return (*sorted_rank)[a] < (*sorted_rank)[b];
+    });
+  }
   FeatureBins bins;
   bins.categorical = true;
   bins.other_bin = static_cast<std::uint16_t>(own);
@@ -172,9 +179,12 @@ BinMapper BinMapper::Fit(const features::FeatureMatrix& features, const BinningO
   for (int feature = 0; feature < mapper.num_features(); ++feature) {
     if (feature >= numeric) {
       const int index = feature - numeric;
+      const features::FeatureInfo& info = features.categorical_info[index];
+      const bool sorted = options.categories_sorted &&
+                          info.sorted_rank.size() == static_cast<std::size_t>(info.cardinality);
       mapper.bins_[feature] =
-          CategoricalBins(features.CategoricalColumn(index), rows,
-                          features.categorical_info[index].cardinality, options.max_cat_bins);
+          CategoricalBins(features.CategoricalColumn(index), rows, info.cardinality,
+                          options.max_cat_bins, sorted ? &info.sorted_rank : nullptr);
       continue;
     }
     const float* column = features.NumericColumn(feature);

@@ -3,8 +3,8 @@
 //   numeric     quantile boundaries from a row sample (at most max_bin - 1 value bins, each
 //               holding at least min_data_in_bin sampled rows where the data allow), chosen at
 //               midpoints between distinct values; one dedicated bin for missing (NaN)
-//   categorical the pipeline's codes, most frequent first, one bin each up to max_cat_bins;
-//               the rest share one bin
+//   categorical the pipeline's codes, most frequent first (or in sorted order), one bin each
+//               up to max_cat_bins; the rest share one bin
 // The bin matrix is row-major (a row's bins are contiguous, so a histogram pass reads each row
 // once) with 8-bit cells when every feature has at most 256 bins and 16-bit cells otherwise.
 #pragma once
@@ -34,6 +34,11 @@ struct BinningOptions {
   int max_cat_bins = 255;
   // Seed of the row sample.
   std::uint64_t seed = 0;
+  // Categorical bins numbered in the categories' sorted order (FeatureInfo::sorted_rank, the
+  // shared bin last) instead of most frequent first; which categories get a bin of their own
+  // does not change. Forests sweep categories in bin order, as scikit-learn's sweep ordinal
+  // codes.
+  bool categories_sorted = false;
 
   // Throws InvalidInput naming the option and its valid range when one is out of range.
   void Validate() const;

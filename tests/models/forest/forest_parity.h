@@ -35,9 +35,9 @@ Synthetic MakeSynthetic(std::int64_t rows, bool regression, std::uint64_t seed) 
   x.num_rows = rows;
   const int numeric = 6;
   x.numeric.resize(static_cast<std::size_t>(rows) * numeric);
-  for (int f = 0; f < numeric; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
+  for (int f = 0; f < numeric; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0, {}});
   x.categorical.resize(static_cast<std::size_t>(rows));
-  x.categorical_info.push_back({"c", "c", 5});
+  x.categorical_info.push_back({"c", "c", 5, {}});
   for (std::int64_t row = 0; row < rows; ++row) {
     for (int f = 0; f < numeric; ++f) {
       x.numeric[f * rows + row] = static_cast<float>(RandomUniform(seed, f, row) * 4 - 2);
@@ -59,6 +59,7 @@ struct ParityData {
   std::vector<std::int32_t> classes;  // classification
   std::vector<double> targets;        // regression: centred and quantized (QuantizeTargets)
   std::vector<long long> units;
+  std::vector<std::vector<double>> bin_lows;
   BatchData batch;
 };
 
@@ -69,8 +70,10 @@ inline ParityData MakeParityData(const features::FeatureMatrix& features,
   ParityData data;
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
+  binning.categories_sorted = true;
   data.mapper = tree::BinMapper::Fit(features, binning, 0);
   data.bins = tree::ApplyBins(data.mapper, features, 0);
+  data.bin_lows = BinLowestValues(features, data.bins, data.mapper, 0);
   data.batch.spec = spec;
   data.batch.spec.num_classes = num_classes;
   data.batch.seed = seed;
@@ -91,6 +94,7 @@ inline ParityData MakeParityData(const features::FeatureMatrix& features,
 inline const BatchData& Bind(ParityData& data) {
   data.batch.bins = &data.bins;
   data.batch.mapper = &data.mapper;
+  data.batch.bin_lows = &data.bin_lows;
   data.batch.classes = data.classes.empty() ? nullptr : data.classes.data();
   data.batch.target_units = data.units.empty() ? nullptr : data.units.data();
   return data.batch;
@@ -102,6 +106,7 @@ inline void CpuTrees(const BatchData& batch, const std::vector<double>& targets,
   TrainingRows rows;
   rows.bins = batch.bins;
   rows.mapper = batch.mapper;
+  rows.bin_lows = batch.bin_lows;
   rows.classes = batch.classes;
   rows.targets = targets.empty() ? nullptr : targets.data();
   ForestTreeGrower grower(rows, batch.spec);

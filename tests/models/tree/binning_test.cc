@@ -17,7 +17,7 @@ features::FeatureMatrix NumericMatrix(const std::vector<std::vector<float>>& col
   matrix.num_rows = static_cast<std::int64_t>(columns.front().size());
   for (std::size_t index = 0; index < columns.size(); ++index) {
     matrix.numeric.insert(matrix.numeric.end(), columns[index].begin(), columns[index].end());
-    matrix.numeric_info.push_back({fmt::format("f{}", index), "f", 0});
+    matrix.numeric_info.push_back({fmt::format("f{}", index), "f", 0, {}});
   }
   return matrix;
 }
@@ -94,7 +94,7 @@ TEST(Binning, CategoricalMostFrequentFirstRestTogether) {
   matrix.num_rows = 10;
   // Code 2 five times, code 0 three times, codes 1 and 3 once; cardinality 6 (4 and 5 unseen).
   matrix.categorical = {2, 2, 0, 2, 0, 1, 2, 0, 3, 2};
-  matrix.categorical_info.push_back({"c", "c", 6});
+  matrix.categorical_info.push_back({"c", "c", 6, {}});
   BinningOptions options;
   options.max_cat_bins = 3;  // two own bins (codes 2 and 0) and the shared one
   BinMapper mapper = BinMapper::Fit(matrix, options);
