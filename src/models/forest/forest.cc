@@ -61,6 +61,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   Stopwatch bin_watch;
   tree::BinningOptions binning;
   binning.max_bin = params.max_bin;
+  binning.min_data_in_bin = params.min_data_in_bin;
   binning.seed = params.seed;
   binning.categories_sorted = true;
   model.mapper_ = tree::BinMapper::Fit(train, binning, thread_count);

@@ -48,6 +48,7 @@ struct ForestParams {
   double max_samples = 1;            // bootstrap size as a fraction of the rows
   bool extra_trees = false;          // XT: one random threshold per feature and node
   int max_bin = 255;                 // bins per numeric feature (the tree engine's max_bin)
+  int min_data_in_bin = 3;           // fewest sampled rows per numeric bin (the tree engine's)
   std::uint64_t seed = 0;            // scikit-learn's random_state
   // Where the trees grow: "cpu", or "cuda" (also "gpu"): the forest grows on the GPU in batches
   // of trees (the CPU's trees, split for split); without a usable GPU, or when the data does not
@@ -61,7 +62,8 @@ struct ForestParams {
   // Parameters from a JSON object with scikit-learn's names (n_estimators, criterion,
   // max_features, max_depth, min_samples_split, min_samples_leaf, max_leaf_nodes,
   // min_impurity_decrease, bootstrap, max_samples, random_state, n_jobs (ignored: the fit's
-  // threads apply), max_bin, device, gpu_device_id, gpu_memory_fraction); unknown keys are
+  // threads apply), max_bin, min_data_in_bin, device, gpu_device_id, gpu_memory_fraction);
+  // unknown keys are
   // InvalidInput listing the valid ones. Keys not given keep their value in `base`.
   static ForestParams FromJson(const std::string& json, const ForestParams& base);
 };

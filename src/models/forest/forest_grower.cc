@@ -295,16 +295,22 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
       }
     }
   }
-  for (int missing_left = 0; missing_left < (missing_rows > 0 ? 2 : 1); ++missing_left) {
-    if (missing_left && low_bin == high_bin) break;  // every row on one side
+  // Missing values go to a side drawn at random (scikit-learn's rule: a coin toss, not the better
+  // side; with one value and missing values left, every row is on one side); without any, rows
+  // missing at prediction follow the larger side.
+  bool missing_left = false;
+  if (missing_rows > 0) {
+    missing_left = kernels::MissingGoLeft(threshold_key_, node_key * 4099 + std::uint64_t(feature));
     if (missing_left) {
       for (int k = 0; k < width; ++k) left[k] += missing[k];
       left_rows += missing_rows;
     }
-    if (left_rows < spec_.min_samples_leaf || count - left_rows < spec_.min_samples_leaf) continue;
-    if (Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
-      best.split.threshold_bin = threshold;
-    }
+  } else {
+    missing_left = left_rows > count - left_rows;
+  }
+  if (left_rows >= spec_.min_samples_leaf && count - left_rows >= spec_.min_samples_leaf &&
+      Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
+    best.split.threshold_bin = threshold;
   }
   return true;
 }

@@ -75,6 +75,7 @@ void ForestParams::Validate() const {
   }
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
+  binning.min_data_in_bin = min_data_in_bin;
   binning.Validate();
 }
 
@@ -133,6 +134,7 @@ ForestParams ForestParams::FromJson(const std::string& json, const ForestParams&
       {"random_state", limit(params.seed)},
       {"n_jobs", {[](const nlohmann::json& v) { (void)v.get<int>(); }, "number"}},
       {"max_bin", number(params.max_bin)},
+      {"min_data_in_bin", number(params.min_data_in_bin)},
       {"device",
        {[&](const nlohmann::json& v) { params.device = v.get<std::string>(); }, "string"}},
       {"gpu_device_id", number(params.gpu_device_id)},

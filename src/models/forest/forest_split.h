@@ -151,6 +151,12 @@ TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histog
   return largest < total;
 }
 
+// Extremely randomized trees: whether a node's missing values of `feature` go left, drawn as
+// scikit-learn draws it (a coin toss, not the better side); `counter` is the threshold draw's.
+TFG_HOST_DEVICE inline bool MissingGoLeft(std::uint64_t threshold_key, std::uint64_t counter) {
+  return KeyedBelow(threshold_key, ~counter, 2) != 0;
+}
+
 // The best cut of `feature` on a node of `count` distinct rows from its histogram: counts[bin *
 // width + k] the weighted rows of class k, rows[bin] the distinct rows. Extremely randomized
 // trees draw their one cut from `threshold_key` as the CPU grower does. Returns whether the
@@ -198,19 +204,22 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
       left_rows += rows[bin];
       AddBin(rules, histogram, bin, left);
     }
-    for (int missing_left = 0; missing_left < (missing_rows > 0 ? 2 : 1); ++missing_left) {
-      if (missing_left && low_bin == high_bin) break;
+    // Missing values go to a side drawn at random; without any, rows missing at prediction
+    // follow the larger side (scikit-learn's rules).
+    int missing_left = 0;
+    if (missing_rows > 0) {
+      missing_left = MissingGoLeft(threshold_key, counter) ? 1 : 0;
       if (missing_left) {
         AddBin(rules, histogram, missing_bin, left);
         left_rows += missing_rows;
       }
-      if (left_rows < rules.min_samples_leaf || count - left_rows < rules.min_samples_leaf) {
-        continue;
-      }
-      if (KeepCut(rules, left, left_rows, parent, parent_score, best)) {
-        best.threshold_bin = threshold;
-        best.default_left = missing_left;
-      }
+    } else {
+      missing_left = left_rows > count - left_rows ? 1 : 0;
+    }
+    if (left_rows >= rules.min_samples_leaf && count - left_rows >= rules.min_samples_leaf &&
+        KeepCut(rules, left, left_rows, parent, parent_score, best)) {
+      best.threshold_bin = threshold;
+      best.default_left = missing_left;
     }
     return true;
   }
