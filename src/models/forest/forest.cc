@@ -181,6 +181,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       // Under a time limit the first batch is small, so that a model exists early; a later batch
       // still growing at the deadline is dropped.
       const bool limited = deadline.SecondsLeft() < 1e299;
+      BatchTimes times;
       int first = 0;
       while (first < wanted) {
         const int slots = first == 0 && limited ? std::min(device->slots(), 8) : device->slots();
@@ -188,7 +189,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         std::vector<tree::Tree> batch_trees;
         std::vector<std::vector<double>> batch_outputs;
         if (!GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs,
-                           first > 0 ? &deadline : nullptr)) {
+                           first > 0 ? &deadline : nullptr, &times)) {
           break;
         }
         for (int at = 0; at < count; ++at) {
@@ -199,6 +200,11 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         first += count;
         if (deadline.Expired()) break;
       }
+      model.report_.device_note = fmt::format(
+          "{} batches, {} rounds, {} node evaluations: bootstrap {:.3f} s, evaluate {:.3f} s, "
+          "partition {:.3f} s, host replay {:.3f} s",
+          times.batches, times.rounds, times.nodes, times.start_seconds, times.evaluate_seconds,
+          times.partition_seconds, times.replay_seconds);
       if (out_of_bag != nullptr) {
 #pragma omp parallel num_threads(thread_count)
         {

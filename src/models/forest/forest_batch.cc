@@ -45,6 +45,7 @@ struct TreeState {
   std::vector<int> leaf_node;                 // per leaf of `tree`: its node
   std::vector<std::pair<double, int>> queue;  // best-first: a heap of (improvement, leaf)
   std::vector<int> stack;                     // depth-first: leaves to split
+  long long device_splits = 0;                // nodes split on the device
   double root_weight = 0;
   bool started = false;
   bool done = false;
@@ -101,12 +102,15 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
       // order is likely to reach before the tree is full (all of them without a leaf limit).
       std::vector<int> pending;
       if (best_first) {
-        std::vector<std::pair<double, int>> ranked = state.queue;
-        std::sort(ranked.begin(), ranked.end(),
-                  [](const auto& a, const auto& b) { return Before(b, a); });
+        // The top (room) of the heap, in no particular order: the whole heap while it fits.
         const auto room = static_cast<std::size_t>(spec.max_leaf_nodes - state.tree.num_leaves());
-        for (std::size_t at = 0; at < ranked.size() && at < room; ++at) {
-          pending.push_back(ranked[at].second);
+        if (state.queue.size() <= room) {
+          for (const auto& entry : state.queue) pending.push_back(entry.second);
+        } else {
+          std::vector<std::pair<double, int>> ranked = state.queue;
+          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
+                           [](const auto& a, const auto& b) { return Before(b, a); });
+          for (std::size_t at = 0; at < room; ++at) pending.push_back(ranked[at].second);
         }
       } else {
         pending = state.stack;
@@ -225,7 +229,11 @@ int CutWords(const tree::BinMapper& mapper) { return (mapper.MaxBins() + 31) / 3
 
 bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
                    std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
-                   const Deadline* stop) {
+                   const Deadline* stop, BatchTimes* times) {
+  BatchTimes local;
+  BatchTimes& time = times != nullptr ? *times : local;
+  ++time.batches;
+  Stopwatch watch;
   TFG_CHECK(count >= 1 && count <= device.slots(), "batch of {} trees for {} slots", count,
             device.slots());
   const TreeSpec& spec = data.spec;
@@ -236,10 +244,12 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   const int words = CutWords(mapper);
   const int first_positions = FirstPassPositions(spec, features);
   const std::vector<std::int64_t> slot_rows = device.StartTrees(first_tree, count);
+  time.start_seconds += watch.Seconds();
   std::vector<TreeState> states(static_cast<std::size_t>(count));
   // The nodes to evaluate next: (slot, node) pairs and their work items.
   std::vector<std::pair<int, int>> eval_ids;
   std::vector<BatchNode> eval_nodes;
+  std::vector<std::pair<int, int>> evaluated;  // the last round's eval_ids
   for (int slot = 0; slot < count; ++slot) {
     NodeRecord root;
     root.end = slot_rows[slot];
@@ -258,6 +268,9 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   std::vector<BatchNode> more_nodes;
   while (!eval_nodes.empty()) {
     if (stop != nullptr && stop->Expired()) return false;
+    ++time.rounds;
+    time.nodes += static_cast<long long>(eval_nodes.size());
+    watch = Stopwatch();
     device.Evaluate(eval_nodes, 0, first_positions, outcomes, sums, bits);
     more_ids.clear();
     more_nodes.clear();
@@ -279,6 +292,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       std::vector<double> unused;
       device.Evaluate(more_nodes, first_positions, features - first_positions, outcomes, unused,
                       bits);
+      time.nodes += static_cast<long long>(more_nodes.size());
       for (std::size_t at = 0; at < more_ids.size(); ++at) {
         TreeState& state = states[more_ids[at].first];
         NodeRecord& node = state.nodes[more_ids[at].second];
@@ -307,18 +321,44 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         }
       }
     }
+    time.evaluate_seconds += watch.Seconds();
+    watch = Stopwatch();
     // Replay each tree; the nodes it wants split go to the device, their children are
-    // evaluated next.
+    // evaluated next. The nodes just found splittable go too, ahead of the replay, so that the
+    // device grows the trees level by level (a round per level, not per split along the CPU's
+    // order): without a leaf limit the CPU splits every such node; with one, while the tree's
+    // device splits stay within twice the limit (past it, the replay's requests only).
+    evaluated.swap(eval_ids);
+    std::size_t next_evaluated = 0;
     splits.clear();
     split_bits.clear();
     eval_ids.clear();
     eval_nodes.clear();
     for (int slot = 0; slot < count; ++slot) {
       TreeState& state = states[slot];
+      const std::size_t first_evaluated = next_evaluated;
+      while (next_evaluated < evaluated.size() && evaluated[next_evaluated].first == slot) {
+        ++next_evaluated;
+      }
       if (state.done) continue;
       wanted.clear();
       Replay(state, spec, mapper, wanted);
+      if (state.done) continue;
+      std::size_t ahead = 0;
+      for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+        ahead += state.nodes[evaluated[at].second].status == kernels::kNodeSplit;
+      }
+      if (spec.max_leaf_nodes <= 0 ||
+          state.device_splits + static_cast<long long>(ahead) <= 2LL * spec.max_leaf_nodes) {
+        for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+          if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+            wanted.push_back(evaluated[at].second);
+          }
+        }
+      }
       for (int index : wanted) {
+        if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
+        ++state.device_splits;
         const NodeRecord node = state.nodes[index];  // a copy: children are appended below
         BatchSplit split{};
         split.begin = node.begin;
@@ -353,8 +393,11 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         }
       }
     }
+    time.replay_seconds += watch.Seconds();
     if (splits.empty()) break;
+    watch = Stopwatch();
     const std::vector<long long> left_counts = device.Partition(splits, split_bits);
+    time.partition_seconds += watch.Seconds();
     for (std::size_t at = 0; at < splits.size(); ++at) {
       TFG_CHECK(left_counts[at] == splits[at].left_rows,
                 "batch forest partition sent {} rows left, the split's counts say {}",

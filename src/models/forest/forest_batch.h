@@ -75,12 +75,23 @@ class BatchDevice {
 // Bin words a categorical cut of `mapper`'s features takes.
 int CutWords(const tree::BinMapper& mapper);
 
+// Where a batch's time went (added to by GrowTreeBatch).
+struct BatchTimes {
+  int batches = 0;
+  int rounds = 0;                // evaluate-replay-partition rounds
+  long long nodes = 0;           // nodes evaluated
+  double start_seconds = 0;      // bootstraps
+  double evaluate_seconds = 0;   // device evaluations, results downloaded
+  double partition_seconds = 0;  // device partitions
+  double replay_seconds = 0;     // the host's replay of the CPU grower's order
+};
+
 // Grows trees [first_tree, first_tree + count) (count at most device.slots()) into `trees`
 // and their leaf outputs (class fractions, leaf by leaf) into `outputs`. When `stop` expires
 // between levels, the batch is dropped: nothing is appended and it returns false.
 bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
                    std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
-                   const Deadline* stop = nullptr);
+                   const Deadline* stop = nullptr, BatchTimes* times = nullptr);
 
 // The device work done by host loops, `slots` trees at a time.
 std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slots);
