@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -45,7 +46,6 @@ struct TreeState {
   std::vector<int> leaf_node;                 // per leaf of `tree`: its node
   std::vector<std::pair<double, int>> queue;  // best-first: a heap of (improvement, leaf)
   std::vector<int> stack;                     // depth-first: leaves to split
-  long long device_splits = 0;                // nodes split on the device
   double root_weight = 0;
   bool started = false;
   bool done = false;
@@ -250,6 +250,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   std::vector<std::pair<int, int>> eval_ids;
   std::vector<BatchNode> eval_nodes;
   std::vector<std::pair<int, int>> evaluated;  // the last round's eval_ids
+  std::vector<std::pair<double, int>> ranked;
   for (int slot = 0; slot < count; ++slot) {
     NodeRecord root;
     root.end = slot_rows[slot];
@@ -326,8 +327,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     // Replay each tree; the nodes it wants split go to the device, their children are
     // evaluated next. The nodes just found splittable go too, ahead of the replay, so that the
     // device grows the trees level by level (a round per level, not per split along the CPU's
-    // order): without a leaf limit the CPU splits every such node; with one, while the tree's
-    // device splits stay within twice the limit (past it, the replay's requests only).
+    // order): without a leaf limit the CPU splits every such node.
     evaluated.swap(eval_ids);
     std::size_t next_evaluated = 0;
     splits.clear();
@@ -344,22 +344,27 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       wanted.clear();
       Replay(state, spec, mapper, wanted);
       if (state.done) continue;
-      std::size_t ahead = 0;
-      for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-        ahead += state.nodes[evaluated[at].second].status == kernels::kNodeSplit;
+      // With a leaf limit, once the replay's heap holds more leaves than the tree has room for,
+      // only nodes that would rank among the heap's top (room) go ahead.
+      double cutoff = -std::numeric_limits<double>::infinity();
+      if (spec.max_leaf_nodes > 0) {
+        const auto room = static_cast<std::size_t>(spec.max_leaf_nodes - state.tree.num_leaves());
+        if (state.queue.size() > room) {
+          ranked.assign(state.queue.begin(), state.queue.end());
+          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
+                           [](const auto& a, const auto& b) { return Before(b, a); });
+          cutoff = ranked[room].first;
+        }
       }
-      if (spec.max_leaf_nodes <= 0 ||
-          state.device_splits + static_cast<long long>(ahead) <= 2LL * spec.max_leaf_nodes) {
-        for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-          if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
-            wanted.push_back(evaluated[at].second);
-          }
+      for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+        const NodeRecord& node = state.nodes[evaluated[at].second];
+        if (node.status == kernels::kNodeSplit && node.cut.improvement > cutoff) {
+          wanted.push_back(evaluated[at].second);
         }
       }
       for (int index : wanted) {
         if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
-        ++state.device_splits;
-        const NodeRecord node = state.nodes[index];  // a copy: children are appended below
+        const NodeRecord node = state.nodes[index];         // a copy: children are appended below
         BatchSplit split{};
         split.begin = node.begin;
         split.end = node.end;
