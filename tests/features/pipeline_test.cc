@@ -83,6 +83,8 @@ TEST(FeaturePipeline, CategoricalCodesByFrequencyWithRareUnknownMissing) {
   // Training counts: red 4, blue 3, green 1, violet 1, missing 1. With min count 2, codes are
   // red 0, blue 1; green and violet share rare 2; unknown is 3, missing 4; cardinality 5.
   EXPECT_EQ(matrix.categorical_info[0].cardinality, 5);
+  // Sorted, blue comes before red; rare, unknown and missing after them.
+  EXPECT_EQ(matrix.categorical_info[0].sorted_rank, (std::vector<std::int32_t>{1, 0, 2, 3, 4}));
   const std::int32_t* codes = matrix.CategoricalColumn(0);
   EXPECT_EQ(std::vector<std::int32_t>(codes, codes + 10),
             (std::vector<std::int32_t>{0, 0, 1, 1, 2, 0, 4, 0, 1, 2}));

@@ -103,6 +103,7 @@ class ForestModel {
 
   int num_outputs() const { return num_outputs_; }
   const std::vector<tree::Tree>& trees() const { return trees_; }
+  const tree::BinMapper& mapper() const { return mapper_; }  // the trees' bins
   const ForestReport& report() const { return report_; }
 
   // Versioned, checksummed bytes; Deserialize rejects corrupted or foreign bytes naming `name`.

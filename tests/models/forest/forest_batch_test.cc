@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/forest/forest_parity.h"
 #include "test_support.h"
 
@@ -22,6 +24,32 @@ TEST(ForestBatch, SyntheticTreesMatchTheCpuGrower) { parity::ExpectSyntheticPari
 TEST(ForestBatch, AdultAndLetterTreesMatchTheCpuGrower) {
   TFG_REQUIRE_DATASETS();
   parity::ExpectDatasetParity(Host, 2, true);
+}
+
+// The device splits every splittable node as soon as it is evaluated, so a batch takes about a
+// round per level of its deepest tree, not one per split along the CPU's order.
+TEST(ForestBatch, ABatchTakesARoundPerLevel) {
+  const parity::Synthetic data = MakeSynthetic(3000, false, 29);
+  for (const int leaf_limit : {0, 60}) {
+    parity::ParityData parity_data = MakeParityData(
+        data.features, data.labels, 3, Spec(Criterion::kGini, 2, leaf_limit, false), true, 8);
+    const BatchData& batch = Bind(parity_data);
+    const auto device = MakeHostBatchDevice(batch, 4);
+    std::vector<tree::Tree> trees;
+    std::vector<std::vector<double>> outputs;
+    BatchTimes times;
+    ASSERT_TRUE(GrowTreeBatch(*device, batch, 0, 4, trees, outputs, nullptr, &times));
+    int deepest = 0;
+    long long splits = 0;
+    for (const tree::Tree& tree : trees) {
+      deepest = std::max(deepest, tree.depth());
+      splits += tree.num_leaves() - 1;
+    }
+    SCOPED_TRACE(leaf_limit);
+    EXPECT_EQ(times.batches, 1);
+    EXPECT_GT(splits, 4 * 20);
+    EXPECT_LE(times.rounds, deepest + 3);
+  }
 }
 
 TEST(ForestBatch, AnExpiredDeadlineDropsTheBatch) {

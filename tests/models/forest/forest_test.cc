@@ -50,7 +50,7 @@ TEST(Forest, TreesHonourDepthLeafAndSizeLimits) {
     params.max_depth = 0;
     params.max_leaf_nodes = 40;
     const ForestModel capped = ForestModel::Fit(data.features, data.labels, 3, params, 2);
-    tree::BinMapper mapper = tree::BinMapper::Fit(data.features, tree::BinningOptions());
+    const tree::BinMapper& mapper = capped.mapper();
     for (const tree::Tree& tree : capped.trees()) {
       EXPECT_LE(tree.num_leaves(), 40);
       std::vector<int> rows_per_leaf(static_cast<std::size_t>(tree.num_leaves()), 0);
@@ -60,6 +60,35 @@ TEST(Forest, TreesHonourDepthLeafAndSizeLimits) {
       for (int count : rows_per_leaf) EXPECT_GE(count, 7);
     }
   }
+}
+
+// Extremely randomized trees draw the root's threshold uniformly between the smallest and largest
+// value, as scikit-learn does: on a feature of three equally frequent values, both cuts occur
+// about equally often, and missing values go to either side.
+TEST(Forest, ExtraTreesDrawEveryCutAndMissingSide) {
+  features::FeatureMatrix x;
+  x.num_rows = 900;
+  x.numeric_info.push_back({"x", "x", 0, {}});
+  std::vector<double> labels;
+  for (std::int64_t row = 0; row < x.num_rows; ++row) {
+    x.numeric.push_back(row % 10 == 9 ? std::nanf("") : static_cast<float>(row % 3));
+    labels.push_back(RandomUniform(7, 1, std::uint64_t(row)) < 0.5 ? 0.0 : 1.0);
+  }
+  ForestParams params = Classifier(true);
+  params.n_estimators = 200;
+  params.max_depth = 1;
+  const ForestModel model = ForestModel::Fit(x, labels, 2, params, 2);
+  std::map<int, int> thresholds;
+  int missing_left = 0;
+  for (const tree::Tree& tree : model.trees()) {
+    ASSERT_EQ(tree.num_leaves(), 2);
+    ++thresholds[static_cast<int>(tree.nodes()[0].threshold_bin)];
+    missing_left += tree.nodes()[0].default_left;
+  }
+  ASSERT_EQ(thresholds.size(), 2u);  // after 0, after 1
+  for (const auto& [bin, count] : thresholds) EXPECT_GT(count, 60) << "threshold bin " << bin;
+  EXPECT_GT(missing_left, 60);
+  EXPECT_LT(missing_left, 140);
 }
 
 TEST(Forest, ProbabilitiesSumToOneAndLearnTheProblem) {

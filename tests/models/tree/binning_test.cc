@@ -109,6 +109,23 @@ TEST(Binning, CategoricalMostFrequentFirstRestTogether) {
   EXPECT_EQ(bins.CategoryBin(99), 2);  // beyond the cardinality
 }
 
+TEST(Binning, CategoriesSortedKeepTheFrequentOnesInSortedOrder) {
+  features::FeatureMatrix matrix;
+  matrix.num_rows = 10;
+  // Same rows as above; sorted ranks put code 3 first, then 0, 2, 1.
+  matrix.categorical = {2, 2, 0, 2, 0, 1, 2, 0, 3, 2};
+  matrix.categorical_info.push_back({"c", "c", 6, {1, 3, 2, 0, 4, 5}});
+  BinningOptions options;
+  options.max_cat_bins = 3;  // own bins for the two most frequent codes, 2 and 0
+  options.categories_sorted = true;
+  const FeatureBins bins = BinMapper::Fit(matrix, options).feature(0);
+  EXPECT_EQ(bins.num_bins, 3);
+  EXPECT_EQ(bins.CategoryBin(0), 0);  // rank 1 before code 2's rank 2, though less frequent
+  EXPECT_EQ(bins.CategoryBin(2), 1);
+  EXPECT_EQ(bins.CategoryBin(3), 2);  // rank 0 but rare: the shared bin, last
+  EXPECT_EQ(bins.CategoryBin(1), 2);
+}
+
 TEST(Binning, WideStorageAboveTwoHundredFiftySixBins) {
   std::vector<float> values;
   for (int row = 0; row < 5000; ++row) values.push_back(float(row));
