@@ -7,7 +7,8 @@
 #   bash bench/gpu_check.sh PACKED_DIR
 #
 # Prints the GPU, the parity tests' lines, RF on the GPU against the CPU with 16 threads (1M
-# synthetic rows, 300 trees, 100k test rows; same model hash expected), GBM training on 1M and 10M synthetic rows (500
+# synthetic rows, 300 trees, 100k test rows; same model hash expected; the GPU's device note
+# gives rounds, node evaluations and seconds per phase), RF on the GPU at 255 bins, GBM training on 1M and 10M synthetic rows (500
 # rounds, 255 leaves; base and current binaries alternately), the GPU against the CPU backend
 # with 16 threads (10M rows, 50 rounds, same model hash expected; predict_seconds: the 2.5M test
 # rows on the GPU for a CUDA model, on the CPU for the other), KNN on the GPU against the
@@ -23,11 +24,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 for test in forest_cuda_test gbm_cuda_test knn_cuda_test linear_cuda_test; do
   timeout 300 ./run "$test" 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is"
 done
-for gpus in 1 0; do
-  echo "== RF gpus=$gpus $(timeout 200 ./run family_bench --family RF --synthetic 1000000,28,0 \
-    --test-rows 100000 --threads 16 --gpus $gpus 2>&1 | tail -1 | grep -o \
-    '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"device":"[^"]*"\|"device_note":"[^"]*"\|"model_sha256":"[0-9a-f]\{12\}' |
-    paste -sd' ')"
+rf_fields='"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"device":"[^"]*"\|"device_note":"[^"]*"\|"model_sha256":"[0-9a-f]\{12\}'
+for run in "1 {}" "0 {}" "1 {\"max_bin\":255}"; do
+  gpus=${run%% *}
+  echo "== RF gpus=$gpus params=${run#* } $(timeout 200 ./run family_bench --family RF \
+    --synthetic 1000000,28,0 --test-rows 100000 --threads 16 --gpus $gpus --params "${run#* }" \
+    2>&1 | tail -1 | grep -o "$rf_fields" | paste -sd' ')"
 done
 fields='"train_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"upload_seconds":[0-9.]*\|"bin_seconds":[0-9.]*\|"device_batches":[0-9]*\|"roc_auc":[0-9.]*\|"model_sha256":"[0-9a-f]\{12\}\|"device":"[^"]*"\|rror.*'
 benches=gbm_bench
