@@ -32,6 +32,15 @@ void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mappe
   leaves_.clear();
   categories_.clear();
   bits_.clear();
+  // Room for every node and leaf at once: forests of deep trees hold millions.
+  std::size_t total_nodes = 0, total_leaves = 0;
+  for (const Tree& tree : trees) {
+    total_nodes += tree.nodes().size();
+    total_leaves += tree.leaf_values().size();
+  }
+  nodes_.reserve(total_nodes);
+  leaves_.reserve(total_leaves);
+  roots_.reserve(trees.size());
   for (const Tree& tree : trees) {
     const auto node_base = static_cast<std::int32_t>(nodes_.size());
     const auto leaf_base = static_cast<std::int32_t>(leaves_.size());
