@@ -88,6 +88,18 @@ struct ForestTreeGrower::Candidate {
   std::int64_t left_rows = 0;  // distinct rows going left
 };
 
+// Per leaf of the tree being grown: its rows [begin, end) of order_, depth and pending split.
+struct ForestTreeGrower::Leaf {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  int depth = 0;
+  std::uint64_t key = 0;  // the node's path from the root (ChildNodeKey)
+  Candidate candidate;
+  std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
+};
+
+ForestTreeGrower::~ForestTreeGrower() = default;
+
 ForestTreeGrower::ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec)
     : data_(data), spec_(spec) {
   width_ = spec_.criterion == Criterion::kSquaredError ? 2 : spec_.num_classes;
@@ -578,17 +590,11 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     }
   }
   tree::Tree tree(0.0);
-  // Per leaf of the tree: its rows [begin, end) of order_, depth and pending split.
-  struct Leaf {
-    std::int64_t begin = 0;
-    std::int64_t end = 0;
-    int depth = 0;
-    std::uint64_t key = 0;  // the node's path from the root (ChildNodeKey)
-    Candidate candidate;
-    std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
-  };
-  std::vector<Leaf> leaves(1);
-  // With a leaf limit, room for the tree's leaves is made once, not by doubling.
+  // The leaves' records live in scratch kept across trees: with a leaf limit, room for the
+  // limit's leaves is made once per grower, not per tree.
+  std::vector<Leaf>& leaves = leaves_;
+  leaves.clear();
+  leaves.emplace_back();
   if (spec_.max_leaf_nodes > 0) {
     leaves.reserve(
         static_cast<std::size_t>(std::min<std::int64_t>(spec_.max_leaf_nodes, num_rows)));

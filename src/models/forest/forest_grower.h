@@ -51,6 +51,7 @@ std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& 
 class ForestTreeGrower {
  public:
   ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec);
+  ~ForestTreeGrower();
 
   // Grows a tree on `rows` (distinct row indices, ascending; reordered in place) where row r
   // counts `weights[r]` times (its bootstrap multiplicity; indexed by row). Randomness is
@@ -62,6 +63,7 @@ class ForestTreeGrower {
 
  private:
   struct Candidate;
+  struct Leaf;
   // Sums of the node's rows [begin, end) of order_ into `sums` (width_ values).
   void NodeSums(std::int64_t begin, std::int64_t end, double* sums) const;
   // The best split of the node, or an invalid one when it should stay a leaf. `constant` flags
@@ -117,6 +119,7 @@ class ForestTreeGrower {
   std::vector<std::int32_t> spare_;
   std::vector<std::uint16_t> node_bins_;  // extremely randomized trees: one feature's node bins
   std::vector<int> feature_order_;
+  std::vector<Leaf> leaves_;  // the tree's leaves while growing (Grow)
 };
 
 }  // namespace tabforge::forest
