@@ -95,7 +95,7 @@ struct ForestTreeGrower::Leaf {
   int depth = 0;
   std::uint64_t key = 0;  // the node's path from the root (ChildNodeKey)
   Candidate candidate;
-  std::vector<std::uint8_t> constant;  // per feature: one value in this leaf
+  ConstantFlags constant;  // per feature: one value in this leaf (pending leaves only)
 };
 
 ForestTreeGrower::~ForestTreeGrower() = default;
@@ -471,7 +471,7 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
 
 ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std::int64_t end,
                                                         int depth, std::uint64_t node_key,
-                                                        std::vector<std::uint8_t>& constant) {
+                                                        ConstantFlags& constant) {
   Candidate best;
   const std::int64_t count = end - begin;
   if (count < spec_.min_samples_split || count < 2 * spec_.min_samples_leaf) return best;
@@ -557,7 +557,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
         spec_.extra_trees && !data_.mapper->feature(feature).categorical
             ? TryExtraTreesNumeric(feature, begin, end, parent, parent_score, node_key, best)
             : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
-    if (!varies) constant[feature] = 1;
+    if (!varies) constant.Set(feature);
   }
   if (best.split.valid()) {
     // scikit-learn's min_impurity_decrease: the weighted impurity decrease per root weight;
@@ -600,7 +600,7 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
         static_cast<std::size_t>(std::min<std::int64_t>(spec_.max_leaf_nodes, num_rows)));
   }
   leaves[0].end = num_rows;
-  leaves[0].constant.assign(feature_order_.size(), 0);
+  leaves[0].constant = ConstantFlags(static_cast<int>(feature_order_.size()));
   leaves[0].candidate = FindSplit(0, num_rows, 0, leaves[0].key, leaves[0].constant);
   // Depth-first without a leaf limit (a stack); best-first with one (largest improvement,
   // ties to the lower leaf).
@@ -680,10 +680,9 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
     leaves[new_leaf].candidate = FindSplit(left_write, end, leaves[new_leaf].depth,
                                            leaves[new_leaf].key, leaves[new_leaf].constant);
     // Only pending leaves need their flags.
-    if (!leaves[chosen].candidate.split.valid())
-      std::vector<std::uint8_t>().swap(leaves[chosen].constant);
+    if (!leaves[chosen].candidate.split.valid()) leaves[chosen].constant = ConstantFlags();
     if (!leaves[new_leaf].candidate.split.valid()) {
-      std::vector<std::uint8_t>().swap(leaves[new_leaf].constant);
+      leaves[new_leaf].constant = ConstantFlags();
     }
     // Depth-first: the left child is split next.
     push(new_leaf);

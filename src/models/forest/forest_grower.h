@@ -48,6 +48,28 @@ std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& 
                                                  const tree::BinMatrix& bins,
                                                  const tree::BinMapper& mapper, int threads);
 
+// Per feature, whether it holds one value in a node: one word for up to 64 features (copied
+// with each split, so most trees allocate nothing for them), bytes beyond.
+class ConstantFlags {
+ public:
+  explicit ConstantFlags(int features = 0)
+      : many_(features > 64 ? static_cast<std::size_t>(features) : 0, 0) {}
+  bool operator[](int feature) const {
+    return many_.empty() ? (word_ >> feature) & 1u : many_[static_cast<std::size_t>(feature)] != 0;
+  }
+  void Set(int feature) {
+    if (many_.empty()) {
+      word_ |= std::uint64_t(1) << feature;
+    } else {
+      many_[static_cast<std::size_t>(feature)] = 1;
+    }
+  }
+
+ private:
+  std::uint64_t word_ = 0;
+  std::vector<std::uint8_t> many_;
+};
+
 class ForestTreeGrower {
  public:
   ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec);
@@ -70,7 +92,7 @@ class ForestTreeGrower {
   // the features known to hold one value in the node (found in an ancestor, or here: a
   // feature constant in a node is constant in all its descendants, so they skip it).
   Candidate FindSplit(std::int64_t begin, std::int64_t end, int depth, std::uint64_t node_key,
-                      std::vector<std::uint8_t>& constant);
+                      ConstantFlags& constant);
   // Evaluates `feature` on the node; returns false when the feature has one value there.
   bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                   double parent_score, std::uint64_t node_key, Candidate& best);

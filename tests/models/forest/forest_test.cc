@@ -14,6 +14,7 @@
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
+#include "models/forest/forest_grower.h"
 #include "models/forest/forest_parity.h"
 #include "models/model.h"
 #include "test_support.h"
@@ -30,6 +31,17 @@ ForestParams Classifier(bool extra) {
   params.extra_trees = extra;
   params.bootstrap = !extra;
   return params;
+}
+
+TEST(Forest, ConstantFlagsHoldAnyFeatureCount) {
+  for (const int features : {1, 64, 65, 300}) {
+    ConstantFlags flags(features);
+    for (int feature = 0; feature < features; feature += 3) flags.Set(feature);
+    const ConstantFlags copy = flags;
+    for (int feature = 0; feature < features; ++feature) {
+      EXPECT_EQ(copy[feature], feature % 3 == 0) << features << " features, feature " << feature;
+    }
+  }
 }
 
 TEST(Forest, TreesHonourDepthLeafAndSizeLimits) {
