@@ -27,7 +27,8 @@ void MakeSpeedProblem(std::int64_t rows, int features, features::FeatureMatrix& 
                       std::vector<double>& labels) {
   matrix.num_rows = rows;
   matrix.numeric.resize(static_cast<std::size_t>(rows) * features);
-  for (int f = 0; f < features; ++f) matrix.numeric_info.push_back({fmt::format("x{}", f), "x", 0, {}});
+  for (int f = 0; f < features; ++f)
+    matrix.numeric_info.push_back({fmt::format("x{}", f), "x", 0, {}});
   std::mt19937_64 random(11);
   std::normal_distribution<float> normal;
   for (float& value : matrix.numeric) value = normal(random);

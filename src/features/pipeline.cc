@@ -394,24 +394,6 @@ FeaturePipeline FeaturePipeline::Fit(const data::Table& train, std::string_view 
 
 namespace {
 
-// FeatureInfo::sorted_rank of a categorical transform's codes.
-std::vector<std::int32_t> SortedRanks(const ColumnTransform& transform) {
-  std::vector<std::int32_t> kept(transform.categories.size());
-  for (std::size_t code = 0; code < kept.size(); ++code)
-    kept[code] = static_cast<std::int32_t>(code);
-  std::sort(kept.begin(), kept.end(), [&](std::int32_t a, std::int32_t b) {
-    return transform.categories[a] < transform.categories[b];
-  });
-  std::vector<std::int32_t> ranks(static_cast<std::size_t>(transform.Cardinality()));
-  for (std::size_t rank = 0; rank < kept.size(); ++rank) {
-    ranks[kept[rank]] = static_cast<std::int32_t>(rank);
-  }
-  for (std::int32_t code = transform.RareCode(); code < transform.Cardinality(); ++code) {
-    ranks[code] = code;
-  }
-  return ranks;
-}
-
 // Where one transform writes: its first numeric and categorical output feature.
 struct Slot {
   int numeric = 0;
@@ -591,7 +573,7 @@ FeatureMatrix FeaturePipeline::Transform(const data::Table& table, int threads) 
     std::vector<std::string> names = OutputNames(transform);
     if (transform.encoding == Encoding::kCategorical) {
       matrix.categorical_info.push_back(
-          {names[0], transform.column, transform.Cardinality(), SortedRanks(transform)});
+          {names[0], transform.column, transform.Cardinality(), transform.sorted_rank});
       if (column.type() == ColumnType::kCategorical || column.type() == ColumnType::kText) {
         // Map each distinct input string once; rows then only gather.
         std::vector<std::int32_t>& map = code_maps[index];

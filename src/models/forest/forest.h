@@ -67,8 +67,8 @@ struct ForestParams {
   // max_features, max_depth, min_samples_split, min_samples_leaf, max_leaf_nodes,
   // min_impurity_decrease, bootstrap, max_samples, random_state, n_jobs (ignored: the fit's
   // threads apply), max_bin, min_data_in_bin, device, gpu_device_id, gpu_memory_fraction);
-  // unknown keys are
-  // InvalidInput listing the valid ones. Keys not given keep their value in `base`.
+  // unknown keys are InvalidInput listing the valid ones. Keys not given keep their value in
+  // `base`.
   static ForestParams FromJson(const std::string& json, const ForestParams& base);
 };
 
