@@ -130,6 +130,8 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   double value_unit = 1;
   if (regression) {
     value_unit = QuantizeTargets(targets, std::max(draws, rows), &target_units);
+    data.target_units = target_units.data();
+    data.value_unit = value_unit;
   }
   // Tree `tree_index`'s rows (distinct, ascending) and their counts; its in-bag bits when kept.
   auto draw_rows = [&](int tree_index, std::vector<std::uint32_t>& counts,

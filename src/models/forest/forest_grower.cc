@@ -14,6 +14,32 @@
 namespace tabforge::forest {
 namespace {
 
+// Extremely randomized trees: nodes of at most this many rows send rows left by their bins'
+// smallest values and search for the cut's bin only when the split is kept.
+constexpr std::int64_t kSearchedNodeRows = 64;
+
+// The bin a drawn threshold cuts after: the first bin in [low_bin, high_bin - 1) whose next
+// bin's smallest value reaches the draw (std::lower_bound over lows[low_bin + 1, high_bin),
+// without branches: the drawn value makes every comparison a coin toss).
+int CutBin(const double* lows, int low_bin, int high_bin, double drawn) {
+  const double* bounds = lows + 1;
+  std::int64_t first = low_bin;
+  std::int64_t length = high_bin - 1 - low_bin;
+  if (length <= 16) {
+    // Deep nodes span few bins: the bounds below the drawn value, counted.
+    std::int64_t below = 0;
+    for (std::int64_t at = 0; at < length; ++at) below += bounds[first + at] < drawn;
+    return static_cast<int>(first + below);
+  }
+  while (length > 0) {
+    const std::int64_t half = length / 2;
+    const std::int64_t above = bounds[first + half] < drawn;  // 0 or 1, used arithmetically
+    first += above * (half + 1);
+    length = half + above * (length - 2 * half - 1);
+  }
+  return static_cast<int>(first);
+}
+
 using kernels::ChildNodeKey;
 using kernels::kFeatureOrderStream;
 using kernels::kThresholdStream;
@@ -103,6 +129,8 @@ ForestTreeGrower::~ForestTreeGrower() = default;
 ForestTreeGrower::ForestTreeGrower(const TrainingRows& data, const TreeSpec& spec)
     : data_(data), spec_(spec) {
   width_ = spec_.criterion == Criterion::kSquaredError ? 2 : spec_.num_classes;
+  TFG_CHECK(data_.targets == nullptr || data_.target_units != nullptr,
+            "regression rows need their targets in units");
   const int max_bins = data_.mapper->MaxBins();
   histogram_.assign(static_cast<std::size_t>(max_bins) * width_, 0.0);
   bin_rows_.assign(static_cast<std::size_t>(max_bins), 0);
@@ -221,92 +249,96 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   // draw; the values are the bins' smallest training values), cutting after the first bin whose
   // next bin's smallest value reaches it; with one value, values against missing.
   int threshold = high_bin;
+  const double* lows = nullptr;
+  double drawn = 0;
+  bool threshold_known = true;
   if (low_bin < high_bin) {
-    const std::vector<double>& lows = (*data_.bin_lows)[static_cast<std::size_t>(feature)];
+    lows = (*data_.bin_lows)[static_cast<std::size_t>(feature)].data();
     const double low = lows[low_bin];
     const double high = lows[high_bin];
-    const double drawn =
+    drawn =
         low + (high - low) * KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature));
-    // std::lower_bound over the next bins' smallest values for bins [low_bin, high_bin - 1),
-    // without branches (the drawn value makes every comparison a coin toss).
-    const double* bounds = lows.data() + 1;
-    std::int64_t first = low_bin;
-    std::int64_t length = high_bin - 1 - low_bin;
-    if (length <= 16) {
-      // Deep nodes span few bins: the bounds below the drawn value, counted.
-      std::int64_t below = 0;
-      for (std::int64_t at = 0; at < length; ++at) below += bounds[first + at] < drawn;
-      first += below;
+    // The search for the cut's bin is a chain of dependent loads: a small node instead sends
+    // each row left by its own bin's smallest value (bin b > low_bin is at most the cut exactly
+    // when lows[b] is below the draw, the smallest values rising with the bins), and the cut is
+    // searched for only when the split is kept.
+    if (count > kSearchedNodeRows) {
+      threshold = CutBin(lows, low_bin, high_bin, drawn);
     } else {
-      while (length > 0) {
-        const std::int64_t half = length / 2;
-        const std::int64_t above = bounds[first + half] < drawn;  // 0 or 1, used arithmetically
-        first += above * (half + 1);
-        length = half + above * (length - 2 * half - 1);
+      threshold_known = false;
+    }
+  }
+  auto sweep = [&](auto goes_left) {
+    double* left = left_.data();
+    double* missing = parent_missing_.data();
+    std::fill(left, left + width, 0.0);
+    std::fill(missing, missing + width, 0.0);
+    std::int64_t left_rows = 0;
+    if (missing_rows == 0 && regression) {
+      // Without branches on the drawn threshold (they would be mispredicted about half the
+      // time). The weights are whole bootstrap counts and the weighted targets whole counts of
+      // units (QuantizeTargets): both sums are kept in integers (one-cycle adds, no chain of
+      // floating-point latencies), whose doubles equal the floating-point sums exactly.
+      const std::int64_t* units = node_units_.data();
+      std::uint64_t left_weight = 0;
+      std::int64_t left_units = 0;
+      for (std::int64_t index = 0; index < count; ++index) {
+        const bool to_left = goes_left(bin_at(index));
+        const std::int64_t take = -static_cast<std::int64_t>(to_left);  // all ones or zero
+        left_rows += to_left;
+        left_weight += std::uint64_t(counts[index]) * to_left;
+        left_units += units[index] & take;
+      }
+      left[0] = static_cast<double>(left_weight);
+      left[1] = static_cast<double>(left_units) * data_.value_unit;
+    } else if (missing_rows == 0 && width == 2) {
+      // Two classes, branch-free: the weights are whole bootstrap counts, summed as integers
+      // (their doubles are the same numbers), and class 0's is the total less class 1's.
+      std::uint64_t left_weight = 0, left_ones = 0;
+      for (std::int64_t index = 0; index < count; ++index) {
+        const bool to_left = goes_left(bin_at(index));
+        const std::uint64_t weight = std::uint64_t(counts[index]) * to_left;
+        left_rows += to_left;
+        left_weight += weight;
+        left_ones += weight * std::uint64_t(classes[index] != 0);
+      }
+      left[0] = static_cast<double>(left_weight - left_ones);
+      left[1] = static_cast<double>(left_ones);
+    } else if (missing_rows == 0) {
+      // Per-class bootstrap counts as integers, as above.
+      std::uint64_t* class_counts = class_counts_.data();
+      std::fill(class_counts, class_counts + width, 0);
+      for (std::int64_t index = 0; index < count; ++index) {
+        const bool to_left = goes_left(bin_at(index));
+        left_rows += to_left;
+        class_counts[classes[index]] += std::uint64_t(counts[index]) * to_left;
+      }
+      for (int k = 0; k < width; ++k) left[k] = static_cast<double>(class_counts[k]);
+    } else {
+      for (std::int64_t index = 0; index < count; ++index) {
+        const int bin = bin_at(index);
+        const bool to_left = bin != missing_bin && goes_left(bin);
+        double* into = bin == missing_bin ? missing : to_left ? left : nullptr;
+        if (into == nullptr) continue;
+        left_rows += to_left;
+        const double weight = weights[index];
+        if (regression) {
+          into[0] += weight;
+          into[1] += weight * values[index];
+        } else {
+          into[classes[index]] += weight;
+        }
       }
     }
-    threshold = static_cast<int>(first);
-  }
+    return left_rows;
+  };
+  std::int64_t left_rows = threshold_known
+                               ? sweep([threshold](int bin) { return bin <= threshold; })
+                               : sweep([lows, low_bin, drawn](int bin) {
+                                   return (bin == low_bin) | (lows[bin] < drawn);
+                                 });
   double* left = left_.data();
   double* missing = parent_missing_.data();
-  std::fill(left, left + width, 0.0);
-  std::fill(missing, missing + width, 0.0);
-  std::int64_t left_rows = 0;
-  if (missing_rows == 0 && regression) {
-    // Without branches on the drawn threshold (they would be mispredicted about half the
-    // time): each row adds its weight times 0 or 1 (a multiplication, so no compiler turns it
-    // back into a branch), which leaves the sums' bits as if the right rows were skipped.
-    // The weights are whole bootstrap counts: their sum is kept in an integer, which its double
-    // equals exactly.
-    std::uint64_t left_weight = 0;
-    double left_value = 0;
-    for (std::int64_t index = 0; index < count; ++index) {
-      const bool goes_left = bin_at(index) <= threshold;
-      const double take = static_cast<double>(goes_left);
-      left_rows += goes_left;
-      left_weight += std::uint64_t(counts[index]) * goes_left;
-      left_value += weights[index] * values[index] * take;
-    }
-    left[0] = static_cast<double>(left_weight);
-    left[1] = left_value;
-  } else if (missing_rows == 0 && width == 2) {
-    // Two classes, branch-free: the weights are whole bootstrap counts, summed as integers (their
-    // doubles are the same numbers), and class 0's is the total less class 1's.
-    std::uint64_t left_weight = 0, left_ones = 0;
-    for (std::int64_t index = 0; index < count; ++index) {
-      const bool goes_left = bin_at(index) <= threshold;
-      const std::uint64_t weight = std::uint64_t(counts[index]) * goes_left;
-      left_rows += goes_left;
-      left_weight += weight;
-      left_ones += weight * std::uint64_t(classes[index] != 0);
-    }
-    left[0] = static_cast<double>(left_weight - left_ones);
-    left[1] = static_cast<double>(left_ones);
-  } else if (missing_rows == 0) {
-    // Per-class bootstrap counts as integers, as above.
-    std::uint64_t* class_counts = class_counts_.data();
-    std::fill(class_counts, class_counts + width, 0);
-    for (std::int64_t index = 0; index < count; ++index) {
-      const bool goes_left = bin_at(index) <= threshold;
-      left_rows += goes_left;
-      class_counts[classes[index]] += std::uint64_t(counts[index]) * goes_left;
-    }
-    for (int k = 0; k < width; ++k) left[k] = static_cast<double>(class_counts[k]);
-  } else {
-    for (std::int64_t index = 0; index < count; ++index) {
-      const int bin = bin_at(index);
-      double* into = bin == missing_bin ? missing : bin <= threshold ? left : nullptr;
-      if (into == nullptr) continue;
-      left_rows += bin <= threshold;
-      const double weight = weights[index];
-      if (regression) {
-        into[0] += weight;
-        into[1] += weight * values[index];
-      } else {
-        into[classes[index]] += weight;
-      }
-    }
-  }
   // Missing values go to a side drawn at random (scikit-learn's rule: a coin toss, not the better
   // side; with one value and missing values left, every row is on one side); without any, rows
   // missing at prediction follow the larger side.
@@ -322,7 +354,7 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   }
   if (left_rows >= spec_.min_samples_leaf && count - left_rows >= spec_.min_samples_leaf &&
       Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
-    best.split.threshold_bin = threshold;
+    best.split.threshold_bin = threshold_known ? threshold : CutBin(lows, low_bin, high_bin, drawn);
   }
   return true;
 }
@@ -484,6 +516,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   node_count_.resize(static_cast<std::size_t>(count));
   if (data_.targets != nullptr) {
     node_value_.resize(static_cast<std::size_t>(count));
+    node_units_.resize(static_cast<std::size_t>(count));
     // The sums in locals: kept in memory they would wait on each other's stores (the compiler
     // cannot tell the node arrays from them).
     double total_weight = 0, total_value = 0;
@@ -495,6 +528,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
       node_weight_[index] = weight;
       node_count_[index] = weights_[row];
       node_value_[index] = target;
+      node_units_[index] = std::int64_t(weights_[row]) * data_.target_units[row];
       total_weight += weight;
       total_value += weight * target;
       lowest = std::min(lowest, target);

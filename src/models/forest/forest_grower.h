@@ -35,6 +35,9 @@ struct TrainingRows {
   // Regression: the target of each row, centred and made a whole multiple of a unit
   // (QuantizeTargets in forest_batch.h), so that every weighted sum is exact in any order.
   const double* targets = nullptr;
+  // Regression: the same targets as whole counts of `value_unit`.
+  const long long* target_units = nullptr;
+  double value_unit = 1;
   // Numeric features: each value bin's smallest training value (BinLowestValues), between which
   // extremely randomized trees draw their thresholds.
   const std::vector<std::vector<double>>* bin_lows = nullptr;
@@ -127,6 +130,7 @@ class ForestTreeGrower {
   std::vector<double> node_weight_;
   std::vector<std::uint32_t> node_count_;  // the same weights as whole counts
   std::vector<double> node_value_;
+  std::vector<std::int64_t> node_units_;  // weight times target, in units (regression)
   std::vector<std::int32_t> node_class_;
   std::vector<double> histogram_;
   std::vector<std::int64_t> bin_rows_;

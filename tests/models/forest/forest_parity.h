@@ -109,6 +109,8 @@ inline void CpuTrees(const BatchData& batch, const std::vector<double>& targets,
   rows.bin_lows = batch.bin_lows;
   rows.classes = batch.classes;
   rows.targets = targets.empty() ? nullptr : targets.data();
+  rows.target_units = batch.target_units;
+  rows.value_unit = batch.value_unit;
   ForestTreeGrower grower(rows, batch.spec);
   const std::int64_t num_rows = batch.bins->num_rows;
   for (int tree_index = 0; tree_index < count; ++tree_index) {
