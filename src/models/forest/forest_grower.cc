@@ -517,27 +517,28 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   if (data_.targets != nullptr) {
     node_value_.resize(static_cast<std::size_t>(count));
     node_units_.resize(static_cast<std::size_t>(count));
-    // The sums in locals: kept in memory they would wait on each other's stores (the compiler
-    // cannot tell the node arrays from them).
-    double total_weight = 0, total_value = 0;
-    double lowest = data_.targets[order_[begin]], highest = lowest;
+    // The sums in local integers: kept in memory they would wait on each other's stores (the
+    // compiler cannot tell the node arrays from them), and in doubles on each other's additions.
+    // The targets are whole counts of a unit (QuantizeTargets), so the integer sums' doubles are
+    // the floating-point sums exactly, and a node is pure when its targets are all one count.
+    std::uint64_t total_weight = 0;
+    std::int64_t total_units = 0;
+    long long lowest = data_.target_units[order_[begin]], highest = lowest;
     for (std::int64_t index = 0; index < count; ++index) {
       const std::int32_t row = order_[begin + index];
-      const double weight = weights_[row];
-      const double target = data_.targets[row];
+      const std::uint32_t weight = weights_[row];
+      const long long units = data_.target_units[row];
       node_weight_[index] = weight;
-      node_count_[index] = weights_[row];
-      node_value_[index] = target;
-      node_units_[index] = std::int64_t(weights_[row]) * data_.target_units[row];
+      node_count_[index] = weight;
+      node_value_[index] = data_.targets[row];
+      node_units_[index] = std::int64_t(weight) * units;
       total_weight += weight;
-      total_value += weight * target;
-      lowest = std::min(lowest, target);
-      highest = std::max(highest, target);
+      total_units += std::int64_t(weight) * units;
+      lowest = std::min(lowest, units);
+      highest = std::max(highest, units);
     }
-    parent[0] = total_weight;
-    parent[1] = total_value;
-    // The targets are whole multiples of a unit (QuantizeTargets): a node is pure when they are
-    // all one value, and the sums above are exact in any order.
+    parent[0] = static_cast<double>(total_weight);
+    parent[1] = static_cast<double>(total_units) * data_.value_unit;
     if (lowest == highest) return best;
   } else {
     node_class_.resize(static_cast<std::size_t>(count));
