@@ -171,6 +171,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     batch.spec = spec;
     batch.seed = params.seed;
     batch.draws = params.bootstrap ? draws : 0;
+    batch.lookahead = params.gpu_lookahead;
     std::string why, device_name;
     std::unique_ptr<BatchDevice> device;
     device = MakeCudaBatchDevice(batch, params.gpu_device_id, params.gpu_memory_fraction, why,
@@ -191,7 +192,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         std::vector<tree::Tree> batch_trees;
         std::vector<std::vector<double>> batch_outputs;
         if (!GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs,
-                           first > 0 ? &deadline : nullptr, &times)) {
+                           first > 0 ? &deadline : nullptr, &times, thread_count)) {
           break;
         }
         for (int at = 0; at < count; ++at) {

@@ -60,13 +60,18 @@ struct ForestParams {
   std::string device = "cpu";
   int gpu_device_id = 0;             // CUDA device ordinal
   double gpu_memory_fraction = 0.9;  // of the device's free memory, the most the fit may take
+  // GPU with max_leaf_nodes: the device grows nodes ahead of the CPU's best-first order, those
+  // ranking in the top (room left) times this by improvement. Larger: fewer rounds, more nodes
+  // evaluated in vain; the trees are the same for any value (at least 1).
+  double gpu_lookahead = 2;
 
   // Throws InvalidInput naming the parameter and its valid range.
   void Validate() const;
   // Parameters from a JSON object with scikit-learn's names (n_estimators, criterion,
   // max_features, max_depth, min_samples_split, min_samples_leaf, max_leaf_nodes,
   // min_impurity_decrease, bootstrap, max_samples, random_state, n_jobs (ignored: the fit's
-  // threads apply), max_bin, min_data_in_bin, device, gpu_device_id, gpu_memory_fraction);
+  // threads apply), max_bin, min_data_in_bin, device, gpu_device_id, gpu_memory_fraction,
+  // gpu_lookahead);
   // unknown keys are InvalidInput listing the valid ones. Keys not given keep their value in
   // `base`.
   static ForestParams FromJson(const std::string& json, const ForestParams& base);

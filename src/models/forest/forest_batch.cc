@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "core/error.h"
@@ -35,6 +36,7 @@ struct NodeRecord {
   FeatureCut cut{};
   int bits_at = -1;            // categorical cut: its bin words in TreeState::bits
   int children[2] = {-1, -1};  // set when split on the device
+  bool replayed = false;       // split by the replay
 };
 
 // One tree: its nodes and the replay of the CPU grower's order of splits over them.
@@ -46,6 +48,9 @@ struct TreeState {
   std::vector<int> leaf_node;                 // per leaf of `tree`: its node
   std::vector<std::pair<double, int>> queue;  // best-first: a heap of (improvement, leaf)
   std::vector<int> stack;                     // depth-first: leaves to split
+  // Best-first: the nodes found splittable that the replay has not split yet (its heap's and
+  // those ahead of it), from which the device splits the likeliest ahead of need.
+  std::vector<int> open;
   double root_weight = 0;
   bool started = false;
   bool done = false;
@@ -98,26 +103,16 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     const int node_index = state.leaf_node[leaf];
     const NodeRecord& node = state.nodes[node_index];
     if (node.children[0] < 0) {
-      // The next split is not on the device yet: ask for it and for the pending leaves the
-      // order is likely to reach before the tree is full (all of them without a leaf limit).
-      std::vector<int> pending;
+      // The next split is not on the device yet: ask for it. Depth-first, every pending leaf
+      // is split sooner or later, so all go; best-first, the caller adds the likeliest of the
+      // open nodes.
       if (best_first) {
-        // The top (room) of the heap, in no particular order: the whole heap while it fits.
-        const auto room = static_cast<std::size_t>(spec.max_leaf_nodes - state.tree.num_leaves());
-        if (state.queue.size() <= room) {
-          for (const auto& entry : state.queue) pending.push_back(entry.second);
-        } else {
-          std::vector<std::pair<double, int>> ranked = state.queue;
-          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
-                           [](const auto& a, const auto& b) { return Before(b, a); });
-          for (std::size_t at = 0; at < room; ++at) pending.push_back(ranked[at].second);
-        }
+        wanted.push_back(node_index);
       } else {
-        pending = state.stack;
-      }
-      for (int pending_leaf : pending) {
-        const int index = state.leaf_node[pending_leaf];
-        if (state.nodes[index].children[0] < 0) wanted.push_back(index);
+        for (int pending_leaf : state.stack) {
+          const int index = state.leaf_node[pending_leaf];
+          if (state.nodes[index].children[0] < 0) wanted.push_back(index);
+        }
       }
       return;
     }
@@ -130,6 +125,7 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     } else {
       state.stack.pop_back();
     }
+    state.nodes[node_index].replayed = true;
     const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(state, node), mapper);
     TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
               "batch replay: new leaf {} where {} was expected", new_leaf, state.leaf_node.size());
@@ -229,7 +225,7 @@ int CutWords(const tree::BinMapper& mapper) { return (mapper.MaxBins() + 31) / 3
 
 bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
                    std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
-                   const Deadline* stop, BatchTimes* times) {
+                   const Deadline* stop, BatchTimes* times, int threads) {
   BatchTimes local;
   BatchTimes& time = times != nullptr ? *times : local;
   ++time.batches;
@@ -250,7 +246,6 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   std::vector<std::pair<int, int>> eval_ids;
   std::vector<BatchNode> eval_nodes;
   std::vector<std::pair<int, int>> evaluated;  // the last round's eval_ids
-  std::vector<std::pair<double, int>> ranked;
   for (int slot = 0; slot < count; ++slot) {
     NodeRecord root;
     root.end = slot_rows[slot];
@@ -262,29 +257,66 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
   std::vector<NodeOutcome> outcomes;
   std::vector<double> sums;
   std::vector<std::uint32_t> bits;
-  std::vector<int> wanted;
-  std::vector<BatchSplit> splits;
-  std::vector<std::uint32_t> split_bits;
   std::vector<std::pair<int, int>> more_ids;
   std::vector<BatchNode> more_nodes;
+  std::vector<BatchSplit> splits;
+  std::vector<std::uint32_t> split_bits;
+  // Each tree's part of a round, worked on by one thread (trees are independent) and joined in
+  // slot order, so the lists are the same for any number of threads.
+  struct SlotRound {
+    std::vector<BatchSplit> splits;
+    std::vector<std::uint32_t> split_bits;
+    std::vector<std::pair<int, int>> eval_ids;
+    std::vector<BatchNode> eval_nodes;
+    std::vector<int> wanted;
+    std::vector<std::pair<double, int>> ranked;
+  };
+  std::vector<SlotRound> rounds(static_cast<std::size_t>(count));
+  std::vector<std::size_t> slot_first(static_cast<std::size_t>(count) + 1);
+  const int thread_count = std::max(1, std::min(threads, count));
+  // Runs work(slot, first, last) for every slot on the threads, [first, last) being the slot's
+  // entries of `ids` (sorted by slot); an error in one is rethrown here.
+  auto for_each_slot = [&](const std::vector<std::pair<int, int>>& ids, auto&& work) {
+    std::size_t next = 0;
+    for (int slot = 0; slot < count; ++slot) {
+      slot_first[slot] = next;
+      while (next < ids.size() && ids[next].first == slot) ++next;
+    }
+    slot_first[count] = next;
+    std::exception_ptr failure;
+#pragma omp parallel for num_threads(thread_count) schedule(dynamic, 1)
+    for (int slot = 0; slot < count; ++slot) {
+      try {
+        work(slot, slot_first[slot], slot_first[slot + 1]);
+      } catch (...) {
+#pragma omp critical(forest_batch_failure)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  };
   while (!eval_nodes.empty()) {
     if (stop != nullptr && stop->Expired()) return false;
     ++time.rounds;
     time.nodes += static_cast<long long>(eval_nodes.size());
     watch = Stopwatch();
     device.Evaluate(eval_nodes, 0, first_positions, outcomes, sums, bits);
+    for_each_slot(eval_ids, [&](int slot, std::size_t first, std::size_t last) {
+      TreeState& state = states[slot];
+      for (std::size_t at = first; at < last; ++at) {
+        NodeRecord& node = state.nodes[eval_ids[at].second];
+        node.status = outcomes[at].status;
+        node.cut = outcomes[at].cut;
+        std::copy(sums.begin() + std::ptrdiff_t(at) * width,
+                  sums.begin() + std::ptrdiff_t(at + 1) * width,
+                  state.sums.begin() + std::ptrdiff_t(eval_ids[at].second) * width);
+        KeepBits(state, node, bits.data() + at * std::size_t(words), words);
+      }
+    });
     more_ids.clear();
     more_nodes.clear();
     for (std::size_t at = 0; at < eval_ids.size(); ++at) {
-      TreeState& state = states[eval_ids[at].first];
-      NodeRecord& node = state.nodes[eval_ids[at].second];
-      node.status = outcomes[at].status;
-      node.cut = outcomes[at].cut;
-      std::copy(sums.begin() + std::ptrdiff_t(at) * width,
-                sums.begin() + std::ptrdiff_t(at + 1) * width,
-                state.sums.begin() + std::ptrdiff_t(eval_ids[at].second) * width);
-      KeepBits(state, node, bits.data() + at * std::size_t(words), words);
-      if (node.status == kernels::kNodeNeedsMore) {
+      if (outcomes[at].status == kernels::kNodeNeedsMore) {
         more_ids.push_back(eval_ids[at]);
         more_nodes.push_back(eval_nodes[at]);
       }
@@ -294,34 +326,39 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       device.Evaluate(more_nodes, first_positions, features - first_positions, outcomes, unused,
                       bits);
       time.nodes += static_cast<long long>(more_nodes.size());
-      for (std::size_t at = 0; at < more_ids.size(); ++at) {
-        TreeState& state = states[more_ids[at].first];
-        NodeRecord& node = state.nodes[more_ids[at].second];
-        node.status = outcomes[at].status;
-        node.cut = outcomes[at].cut;
-        KeepBits(state, node, bits.data() + at * std::size_t(words), words);
-      }
+      for_each_slot(more_ids, [&](int slot, std::size_t first, std::size_t last) {
+        TreeState& state = states[slot];
+        for (std::size_t at = first; at < last; ++at) {
+          NodeRecord& node = state.nodes[more_ids[at].second];
+          node.status = outcomes[at].status;
+          node.cut = outcomes[at].cut;
+          KeepBits(state, node, bits.data() + at * std::size_t(words), words);
+        }
+      });
     }
-    for (const auto& [slot, index] : eval_ids) {
+    for_each_slot(eval_ids, [&](int slot, std::size_t first, std::size_t last) {
       TreeState& state = states[slot];
-      NodeRecord& node = state.nodes[index];
-      if (index == 0) {
-        // The root's total weight: its weight sum (regression) or its class sums.
-        if (regression) {
-          state.root_weight = state.sums[0];
-        } else {
-          for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
+      for (std::size_t at = first; at < last; ++at) {
+        const int index = eval_ids[at].second;
+        NodeRecord& node = state.nodes[index];
+        if (index == 0) {
+          // The root's total weight: its weight sum (regression) or its class sums.
+          if (regression) {
+            state.root_weight = state.sums[0];
+          } else {
+            for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
+          }
+        }
+        if (node.status == kernels::kNodeSplit) {
+          // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
+          double decrease = node.cut.improvement / state.root_weight;
+          if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
+          if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
+            node.status = kernels::kNodeNoSplit;
+          }
         }
       }
-      if (node.status == kernels::kNodeSplit) {
-        // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
-        double decrease = node.cut.improvement / state.root_weight;
-        if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
-        if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
-          node.status = kernels::kNodeNoSplit;
-        }
-      }
-    }
+    });
     time.evaluate_seconds += watch.Seconds();
     watch = Stopwatch();
     // Replay each tree; the nodes it wants split go to the device, their children are
@@ -329,74 +366,101 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     // device grows the trees level by level (a round per level, not per split along the CPU's
     // order): without a leaf limit the CPU splits every such node.
     evaluated.swap(eval_ids);
-    std::size_t next_evaluated = 0;
+    for_each_slot(
+        evaluated, [&](int slot, std::size_t first_evaluated, std::size_t next_evaluated) {
+          TreeState& state = states[slot];
+          SlotRound& round = rounds[slot];
+          round.splits.clear();
+          round.split_bits.clear();
+          round.eval_ids.clear();
+          round.eval_nodes.clear();
+          if (state.done) return;
+          std::vector<int>& wanted = round.wanted;
+          wanted.clear();
+          Replay(state, spec, mapper, wanted);
+          if (state.done) return;
+          if (spec.max_leaf_nodes > 0) {
+            // With a leaf limit the replay splits at most (room) more nodes. The open nodes (found
+            // splittable, not yet split by the replay: its heap's and those grown ahead of it) that
+            // rank in the top (room) times data.lookahead by improvement go ahead; the others wait
+            // until they rank there or the replay asks for them.
+            std::vector<int>& open = state.open;
+            for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+                open.push_back(evaluated[at].second);
+              }
+            }
+            std::erase_if(open, [&](int index) { return state.nodes[index].replayed; });
+            const auto room = static_cast<std::size_t>(
+                data.lookahead * double(spec.max_leaf_nodes - state.tree.num_leaves()));
+            std::vector<std::pair<double, int>>& ranked = round.ranked;
+            ranked.clear();
+            for (int index : open) ranked.push_back({state.nodes[index].cut.improvement, index});
+            if (ranked.size() > room) {
+              std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
+                               [](const auto& a, const auto& b) { return Before(b, a); });
+              ranked.resize(room);
+            }
+            for (const auto& entry : ranked) wanted.push_back(entry.second);
+          } else {
+            // Without one, every node found splittable is split.
+            for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+                wanted.push_back(evaluated[at].second);
+              }
+            }
+          }
+          for (int index : wanted) {
+            if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
+            const NodeRecord node = state.nodes[index];  // a copy: children are appended below
+            BatchSplit split{};
+            split.begin = node.begin;
+            split.end = node.end;
+            split.left_rows = node.cut.left_rows;
+            split.slot = slot;
+            split.feature = node.cut.feature;
+            split.categorical = node.cut.categorical;
+            split.threshold_bin = node.cut.threshold_bin;
+            split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
+            split.default_left = node.cut.default_left;
+            // Only categorical splits carry bin words (bits_begin: within this slot's, until
+            // joined).
+            split.bits_begin = static_cast<long long>(round.split_bits.size());
+            split.bits_words = node.bits_at >= 0 ? words : 0;
+            if (node.bits_at >= 0) {
+              round.split_bits.insert(round.split_bits.end(), state.bits.begin() + node.bits_at,
+                                      state.bits.begin() + node.bits_at + words);
+            }
+            round.splits.push_back(split);
+            for (int side = 0; side < 2; ++side) {
+              NodeRecord child;
+              child.begin = side == 0 ? node.begin : node.begin + node.cut.left_rows;
+              child.end = side == 0 ? node.begin + node.cut.left_rows : node.end;
+              child.key = kernels::ChildNodeKey(node.key, side);
+              child.depth = node.depth + 1;
+              const int child_index = static_cast<int>(state.nodes.size());
+              state.nodes[index].children[side] = child_index;
+              round.eval_ids.push_back({slot, child_index});
+              round.eval_nodes.push_back(
+                  BatchNode{child.begin, child.end, child.key, slot, child.depth});
+              state.nodes.push_back(child);
+            }
+          }
+          state.sums.resize(state.nodes.size() * std::size_t(width));
+        });
     splits.clear();
     split_bits.clear();
     eval_ids.clear();
     eval_nodes.clear();
-    for (int slot = 0; slot < count; ++slot) {
-      TreeState& state = states[slot];
-      const std::size_t first_evaluated = next_evaluated;
-      while (next_evaluated < evaluated.size() && evaluated[next_evaluated].first == slot) {
-        ++next_evaluated;
-      }
-      if (state.done) continue;
-      wanted.clear();
-      Replay(state, spec, mapper, wanted);
-      if (state.done) continue;
-      // With a leaf limit, once the replay's heap holds more leaves than the tree has room for,
-      // only nodes that would rank among the heap's top (room) go ahead.
-      double cutoff = -std::numeric_limits<double>::infinity();
-      if (spec.max_leaf_nodes > 0) {
-        const auto room = static_cast<std::size_t>(spec.max_leaf_nodes - state.tree.num_leaves());
-        if (state.queue.size() > room) {
-          ranked.assign(state.queue.begin(), state.queue.end());
-          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
-                           [](const auto& a, const auto& b) { return Before(b, a); });
-          cutoff = ranked[room].first;
-        }
-      }
-      for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-        const NodeRecord& node = state.nodes[evaluated[at].second];
-        if (node.status == kernels::kNodeSplit && node.cut.improvement > cutoff) {
-          wanted.push_back(evaluated[at].second);
-        }
-      }
-      for (int index : wanted) {
-        if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
-        const NodeRecord node = state.nodes[index];         // a copy: children are appended below
-        BatchSplit split{};
-        split.begin = node.begin;
-        split.end = node.end;
-        split.left_rows = node.cut.left_rows;
-        split.slot = slot;
-        split.feature = node.cut.feature;
-        split.categorical = node.cut.categorical;
-        split.threshold_bin = node.cut.threshold_bin;
-        split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
-        split.default_left = node.cut.default_left;
-        // Only categorical splits carry bin words.
-        split.bits_begin = static_cast<long long>(split_bits.size());
-        split.bits_words = node.bits_at >= 0 ? words : 0;
-        if (node.bits_at >= 0) {
-          split_bits.insert(split_bits.end(), state.bits.begin() + node.bits_at,
-                            state.bits.begin() + node.bits_at + words);
-        }
+    for (const SlotRound& round : rounds) {
+      const auto bits_base = static_cast<long long>(split_bits.size());
+      for (BatchSplit split : round.splits) {
+        split.bits_begin += bits_base;
         splits.push_back(split);
-        for (int side = 0; side < 2; ++side) {
-          NodeRecord child;
-          child.begin = side == 0 ? node.begin : node.begin + node.cut.left_rows;
-          child.end = side == 0 ? node.begin + node.cut.left_rows : node.end;
-          child.key = kernels::ChildNodeKey(node.key, side);
-          child.depth = node.depth + 1;
-          const int child_index = static_cast<int>(state.nodes.size());
-          state.nodes[index].children[side] = child_index;
-          eval_ids.push_back({slot, child_index});
-          eval_nodes.push_back(BatchNode{child.begin, child.end, child.key, slot, child.depth});
-          state.nodes.push_back(child);
-          state.sums.resize(state.nodes.size() * std::size_t(width));
-        }
       }
+      split_bits.insert(split_bits.end(), round.split_bits.begin(), round.split_bits.end());
+      eval_ids.insert(eval_ids.end(), round.eval_ids.begin(), round.eval_ids.end());
+      eval_nodes.insert(eval_nodes.end(), round.eval_nodes.begin(), round.eval_nodes.end());
     }
     time.replay_seconds += watch.Seconds();
     if (splits.empty()) break;
@@ -501,6 +565,7 @@ class HostBatchDevice final : public BatchDevice {
     std::vector<std::uint32_t> rows(static_cast<std::size_t>(max_bins));
     const kernels::Histogram histogram{counts.data(), values.data(), rows.data()};
     std::vector<double> parent(static_cast<std::size_t>(width));
+    std::vector<int> used_bins;
     for (std::size_t at = 0; at < nodes.size(); ++at) {
       const BatchNode& node = nodes[at];
       bool splittable = true;
@@ -527,16 +592,22 @@ class HostBatchDevice final : public BatchDevice {
           }
           ++rows[bin];
         }
+        used_bins.clear();
+        for (int bin = 0; bin < info.num_bins; ++bin) {
+          if (rows[bin] != 0) used_bins.push_back(bin);
+        }
+        const int used = static_cast<int>(used_bins.size());
         const long long count = node.end - node.begin;
-        splittable = kernels::NodeSplittable(rules_, histogram, info.num_bins, count, node.depth,
-                                             constant, parent.data());
+        splittable = kernels::NodeSplittable(rules_, histogram, used_bins.data(), used, count,
+                                             node.depth, constant, parent.data());
         if (first_position == 0 && position == 0) {
           std::copy(parent.begin(), parent.end(), sums.begin() + std::ptrdiff_t(at) * width);
         }
         if (!splittable) break;
         const double parent_score = kernels::SplitScore(rules_, parent.data());
-        kernels::BestFeatureCut(rules_, info, feature, histogram, count, parent.data(),
-                                parent_score, threshold_keys_[node.slot], node.key, cuts[position]);
+        kernels::BestFeatureCut(rules_, info, feature, histogram, used_bins.data(), used, count,
+                                parent.data(), parent_score, threshold_keys_[node.slot], node.key,
+                                cuts[position]);
         cut_bits[position].assign(static_cast<std::size_t>(words), 0u);
         if (cuts[position].categorical && cuts[position].improvement > kernels::kNoCut) {
           for (int bin = 0; bin <= cuts[position].cut_bin; ++bin) {

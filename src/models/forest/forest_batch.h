@@ -33,6 +33,9 @@ struct BatchData {
   TreeSpec spec;
   std::uint64_t seed = 0;
   std::int64_t draws = 0;
+  // With a leaf limit, the open nodes (found splittable, not yet split by the replay) ranking in
+  // the top (room left) times this go ahead of the replay (ForestParams::gpu_lookahead).
+  double lookahead = 2;
 };
 
 // Rounds centred regression targets to whole multiples of a power of two (returned) fine enough
@@ -88,10 +91,11 @@ struct BatchTimes {
 
 // Grows trees [first_tree, first_tree + count) (count at most device.slots()) into `trees`
 // and their leaf outputs (class fractions, leaf by leaf) into `outputs`. When `stop` expires
-// between levels, the batch is dropped: nothing is appended and it returns false.
+// between levels, the batch is dropped: nothing is appended and it returns false. The host's
+// share (the replay) runs on up to `threads` threads, a tree each; the trees do not depend on it.
 bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t first_tree, int count,
                    std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs,
-                   const Deadline* stop = nullptr, BatchTimes* times = nullptr);
+                   const Deadline* stop = nullptr, BatchTimes* times = nullptr, int threads = 1);
 
 // The device work done by host loops, `slots` trees at a time.
 std::unique_ptr<BatchDevice> MakeHostBatchDevice(const BatchData& data, int slots);

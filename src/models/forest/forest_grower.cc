@@ -18,28 +18,6 @@ namespace {
 // smallest values and search for the cut's bin only when the split is kept.
 constexpr std::int64_t kSearchedNodeRows = 64;
 
-// The bin a drawn threshold cuts after: the first bin in [low_bin, high_bin - 1) whose next
-// bin's smallest value reaches the draw (std::lower_bound over lows[low_bin + 1, high_bin),
-// without branches: the drawn value makes every comparison a coin toss).
-int CutBin(const double* lows, int low_bin, int high_bin, double drawn) {
-  const double* bounds = lows + 1;
-  std::int64_t first = low_bin;
-  std::int64_t length = high_bin - 1 - low_bin;
-  if (length <= 16) {
-    // Deep nodes span few bins: the bounds below the drawn value, counted.
-    std::int64_t below = 0;
-    for (std::int64_t at = 0; at < length; ++at) below += bounds[first + at] < drawn;
-    return static_cast<int>(first + below);
-  }
-  while (length > 0) {
-    const std::int64_t half = length / 2;
-    const std::int64_t above = bounds[first + half] < drawn;  // 0 or 1, used arithmetically
-    first += above * (half + 1);
-    length = half + above * (length - 2 * half - 1);
-  }
-  return static_cast<int>(first);
-}
-
 using kernels::ChildNodeKey;
 using kernels::kFeatureOrderStream;
 using kernels::kThresholdStream;
@@ -263,7 +241,7 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
     // when lows[b] is below the draw, the smallest values rising with the bins), and the cut is
     // searched for only when the split is kept.
     if (count > kSearchedNodeRows) {
-      threshold = CutBin(lows, low_bin, high_bin, drawn);
+      threshold = kernels::DrawnCutBin(lows, low_bin, high_bin, drawn);
     } else {
       threshold_known = false;
     }
@@ -354,7 +332,8 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   }
   if (left_rows >= spec_.min_samples_leaf && count - left_rows >= spec_.min_samples_leaf &&
       Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
-    best.split.threshold_bin = threshold_known ? threshold : CutBin(lows, low_bin, high_bin, drawn);
+    best.split.threshold_bin =
+        threshold_known ? threshold : kernels::DrawnCutBin(lows, low_bin, high_bin, drawn);
   }
   return true;
 }

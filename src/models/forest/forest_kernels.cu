@@ -1,7 +1,9 @@
 // The batch forest grower's kernels (declared in forest_kernels.h). A node's feature is
 // evaluated by one block: its rows' bins and bootstrap counts accumulate into a histogram in
-// shared memory (whole numbers, so in any order), then one thread runs the split search the CPU
-// runs (forest_split.h) over it. Partitions are stable: a block scan numbers each side's rows.
+// shared memory (whole numbers, so in any order), a block scan lists the bins holding rows, then
+// one thread runs the split search the CPU runs (forest_split.h) over those bins only (a deep
+// node's few rows use few of a feature's up to 1023 bins). Partitions are stable: a block scan
+// numbers each side's rows.
 #include <cub/block/block_scan.cuh>
 
 #include "device/cuda_check.h"
@@ -71,12 +73,17 @@ __global__ void __launch_bounds__(kEvalThreads)
   const int width = rules.width;
   const bool regression = rules.criterion == kCriterionSquaredError;
   const int count_width = regression ? 1 : width;
-  // Regression target sums first (8-byte cells), then counts, distinct rows, the order scratch.
+  // Regression target sums first (8-byte cells), then counts, distinct rows, the order scratch,
+  // the bins in use.
   long long* values = shared_cells;
   std::uint32_t* counts =
       reinterpret_cast<std::uint32_t*>(values + (regression ? data.max_bins : 0));
   std::uint32_t* bin_rows = counts + data.max_bins * count_width;
   int* order = reinterpret_cast<int*>(bin_rows + data.max_bins);  // features (thread 0)
+  int* used_bins = order + rules.features;
+  using BinScan = cub::BlockScan<int, kEvalThreads>;
+  __shared__ typename BinScan::TempStorage bin_scan;
+  __shared__ int used;
   __shared__ int feature;
   __shared__ long long lowest, highest;  // regression: the node's smallest and largest target
   const BatchNode node = nodes[blockIdx.x];
@@ -88,6 +95,7 @@ __global__ void __launch_bounds__(kEvalThreads)
     feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
                                 rules.features, order);
     if (regression) lowest = highest = data.target_units[rows[node.begin]];
+    used = 0;
   }
   for (int at = threadIdx.x; at < data.max_bins * (count_width + 1); at += blockDim.x) {
     counts[at] = 0;
@@ -122,12 +130,23 @@ __global__ void __launch_bounds__(kEvalThreads)
     atomicMax(&highest, my_highest);
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
   const FeatureInfo info = data.features[feature_index];
+  // The bins holding rows, ascending.
+  for (int first = 0; first < info.num_bins; first += kEvalThreads) {
+    const int bin = first + static_cast<int>(threadIdx.x);
+    const int in_use = bin < info.num_bins && bin_rows[bin] != 0 ? 1 : 0;
+    int offset = 0, total = 0;
+    BinScan(bin_scan).ExclusiveSum(in_use, offset, total);
+    if (in_use) used_bins[used + offset] = bin;
+    __syncthreads();
+    if (threadIdx.x == 0) used += total;
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
   const Histogram histogram{counts, values, bin_rows};
   const long long count = node.end - node.begin;
   double parent[kMaxBatchClasses];
-  const bool splittable = NodeSplittable(rules, histogram, info.num_bins, count, node.depth,
+  const bool splittable = NodeSplittable(rules, histogram, used_bins, used, count, node.depth,
                                          regression && lowest == highest, parent);
   if (first_position == 0 && position == 0) {
     for (int k = 0; k < width; ++k)
@@ -147,11 +166,11 @@ __global__ void __launch_bounds__(kEvalThreads)
     return;
   }
   const double parent_score = SplitScore(rules, parent);
-  BestFeatureCut(rules, info, feature_index, histogram, count, parent, parent_score,
-                 trees.threshold_keys[node.slot], node.key, best);
+  BestFeatureCut(rules, info, feature_index, histogram, used_bins, used, count, parent,
+                 parent_score, trees.threshold_keys[node.slot], node.key, best);
   if (best.categorical && best.improvement > kNoCut) {
-    for (int bin = 0; bin <= best.cut_bin; ++bin) {
-      if (bin_rows[bin] != 0) bits[bin / 32] |= 1u << (bin % 32);
+    for (int at = 0; at < used && used_bins[at] <= best.cut_bin; ++at) {
+      bits[used_bins[at] / 32] |= 1u << (used_bins[at] % 32);
     }
   }
   cut = best;
@@ -254,7 +273,8 @@ std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regr
   const std::size_t cells = static_cast<std::size_t>(max_bins);
   const std::size_t histogram = regression ? cells * (sizeof(long long) + 2 * sizeof(std::uint32_t))
                                            : cells * (width + 1) * sizeof(std::uint32_t);
-  return histogram + static_cast<std::size_t>(features) * sizeof(int);
+  // The feature order's scratch and the bins in use.
+  return histogram + (static_cast<std::size_t>(features) + cells) * sizeof(int);
 }
 
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,

@@ -73,6 +73,9 @@ void ForestParams::Validate() const {
   if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1)) {
     OutOfRange("gpu_memory_fraction", gpu_memory_fraction, "(0, 1]");
   }
+  if (!(gpu_lookahead >= 1 && gpu_lookahead <= 1e6)) {
+    OutOfRange("gpu_lookahead", gpu_lookahead, "[1, 1e6]");
+  }
   tree::BinningOptions binning;
   binning.max_bin = max_bin;
   binning.min_data_in_bin = min_data_in_bin;
@@ -139,6 +142,7 @@ ForestParams ForestParams::FromJson(const std::string& json, const ForestParams&
        {[&](const nlohmann::json& v) { params.device = v.get<std::string>(); }, "string"}},
       {"gpu_device_id", number(params.gpu_device_id)},
       {"gpu_memory_fraction", number(params.gpu_memory_fraction)},
+      {"gpu_lookahead", number(params.gpu_lookahead)},
   };
   models::ApplyJsonParams(json, "forest", setters);
   if (params.max_samples == 0) params.max_samples = 1;  // null: every row

@@ -133,13 +133,15 @@ TFG_HOST_DEVICE inline bool KeepCut(const SplitRules& rules, const double* left,
 }
 
 // The node's sums and whether it may be split (ForestTreeGrower::FindSplit's checks before
-// the features): from any feature's histogram, every row being in one bin. `parent` receives
-// the sums; regression nodes whose targets are all one value (`constant`) are not split.
+// the features): from any feature's histogram and its bins in use (`used_bins`: the `used` bins
+// holding rows, ascending), every row being in one of them. `parent` receives the sums (empty
+// bins add nothing: their sums are zeros); regression nodes whose targets are all one value
+// (`constant`) are not split.
 TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histogram& histogram,
-                                           int num_bins, long long count, int depth, bool constant,
-                                           double* parent) {
+                                           const int* used_bins, int used, long long count,
+                                           int depth, bool constant, double* parent) {
   for (int k = 0; k < rules.width; ++k) parent[k] = 0;
-  for (int bin = 0; bin < num_bins; ++bin) AddBin(rules, histogram, bin, parent);
+  for (int at = 0; at < used; ++at) AddBin(rules, histogram, used_bins[at], parent);
   if (count < rules.min_samples_split || count < 2 * rules.min_samples_leaf) return false;
   if (rules.max_depth > 0 && depth >= rules.max_depth) return false;
   if (rules.criterion == kCriterionSquaredError) return !constant;
@@ -151,6 +153,30 @@ TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histog
   return largest < total;
 }
 
+// Extremely randomized trees: the bin a threshold drawn between bins low_bin and high_bin's
+// smallest values (`lows`, rising with the bins) cuts after: the first bin in [low_bin,
+// high_bin - 1) whose next bin's smallest value reaches the draw. A std::lower_bound without
+// branches (the draw makes every comparison a coin toss).
+TFG_HOST_DEVICE inline int DrawnCutBin(const double* lows, int low_bin, int high_bin,
+                                       double drawn) {
+  const double* bounds = lows + 1;
+  long long first = low_bin;
+  long long length = high_bin - 1 - low_bin;
+  if (length <= 16) {
+    // Deep nodes span few bins: the bounds below the drawn value, counted.
+    long long below = 0;
+    for (long long at = 0; at < length; ++at) below += bounds[first + at] < drawn ? 1 : 0;
+    return static_cast<int>(first + below);
+  }
+  while (length > 0) {
+    const long long half = length / 2;
+    const long long above = bounds[first + half] < drawn ? 1 : 0;  // used arithmetically
+    first += above * (half + 1);
+    length = half + above * (length - 2 * half - 1);
+  }
+  return static_cast<int>(first);
+}
+
 // Extremely randomized trees: whether a node's missing values of `feature` go left, drawn as
 // scikit-learn draws it (a coin toss, not the better side); `counter` is the threshold draw's.
 TFG_HOST_DEVICE inline bool MissingGoLeft(std::uint64_t threshold_key, std::uint64_t counter) {
@@ -158,11 +184,13 @@ TFG_HOST_DEVICE inline bool MissingGoLeft(std::uint64_t threshold_key, std::uint
 }
 
 // The best cut of `feature` on a node of `count` distinct rows from its histogram: counts[bin *
-// width + k] the weighted rows of class k, rows[bin] the distinct rows. Extremely randomized
-// trees draw their one cut from `threshold_key` as the CPU grower does. Returns whether the
-// feature varies in the node.
+// width + k] the weighted rows of class k, rows[bin] the distinct rows; `used_bins` lists the
+// `used` bins holding rows, ascending (the search visits only those). Extremely randomized trees
+// draw their one cut from `threshold_key` as the CPU grower does. Returns whether the feature
+// varies in the node.
 TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const FeatureInfo& info,
-                                           int feature, const Histogram& histogram, long long count,
+                                           int feature, const Histogram& histogram,
+                                           const int* used_bins, int used, long long count,
                                            const double* parent, double parent_score,
                                            std::uint64_t threshold_key, std::uint64_t node_key,
                                            FeatureCut& best) {
@@ -181,28 +209,24 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
   best.left_rows = 0;
   if (rules.extra_trees && !info.categorical) {
     // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
-    int low_bin = missing_bin, high_bin = -1;
-    for (int bin = 0; bin < missing_bin; ++bin) {
-      if (rows[bin] == 0) continue;
-      low_bin = bin < low_bin ? bin : low_bin;
-      high_bin = bin;
-    }
     const long long missing_rows = rows[missing_bin];
-    if (high_bin < 0 || (low_bin == high_bin && missing_rows == 0)) return false;
+    const int value_used = missing_rows > 0 ? used - 1 : used;  // the missing bin comes last
+    if (value_used <= 0) return false;
+    const int low_bin = used_bins[0];
+    const int high_bin = used_bins[value_used - 1];
+    if (low_bin == high_bin && missing_rows == 0) return false;
     int threshold = high_bin;
     if (low_bin < high_bin) {
       const double low = info.bin_lows[low_bin];
       const double high = info.bin_lows[high_bin];
       const double drawn = low + (high - low) * KeyedUniform(threshold_key, counter);
-      // The first bin in [low_bin, high_bin - 1) whose next bin's smallest value reaches it.
-      threshold = low_bin;
-      while (threshold < high_bin - 1 && info.bin_lows[threshold + 1] < drawn) ++threshold;
+      threshold = DrawnCutBin(info.bin_lows, low_bin, high_bin, drawn);
     }
     long long left_rows = 0;
     for (int k = 0; k < width; ++k) left[k] = 0;
-    for (int bin = low_bin; bin <= threshold; ++bin) {
-      left_rows += rows[bin];
-      AddBin(rules, histogram, bin, left);
+    for (int at = 0; at < value_used && used_bins[at] <= threshold; ++at) {
+      left_rows += rows[used_bins[at]];
+      AddBin(rules, histogram, used_bins[at], left);
     }
     // Missing values go to a side drawn at random; without any, rows missing at prediction
     // follow the larger side (scikit-learn's rules).
@@ -225,11 +249,9 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
   }
   // TryFeature: every cut between the node's bins in order; a numeric feature's missing bin
   // is set aside and joins whichever side gains more.
-  int values = 0, used = 0;
-  for (int bin = 0; bin < num_bins; ++bin) used += rows[bin] != 0;
+  int values = 0;
   if (used < 2) return false;
   const bool has_missing = !info.categorical && rows[missing_bin] != 0;
-  const int value_bins = has_missing ? missing_bin : num_bins;  // bins swept
   values = has_missing ? used - 1 : used;
   const int last = has_missing ? values - 1 : values - 2;
   int only_cut = -1;
@@ -243,12 +265,10 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
       AddBin(rules, histogram, missing_bin, left);
       left_rows = rows[missing_bin];
     }
-    int bin = -1;  // used_[cut]
+    int bin = -1;  // used_bins[cut]
     for (int cut = 0; cut <= last; ++cut) {
       if (cut < values) {
-        do {
-          ++bin;
-        } while (rows[bin] == 0);
+        bin = used_bins[cut];
         AddBin(rules, histogram, bin, left);
         left_rows += rows[bin];
       }
@@ -262,8 +282,7 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
         if (info.categorical) {
           best.threshold_bin = 0;
         } else if (cut + 1 < values) {
-          int next = bin + 1;
-          while (next < value_bins && rows[next] == 0) ++next;
+          const int next = used_bins[cut + 1];  // the next bin holding values
           const int midway = (bin + next - 1) / 2;
           best.threshold_bin = midway > bin ? midway : bin;
         } else {

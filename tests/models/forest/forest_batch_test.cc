@@ -52,6 +52,46 @@ TEST(ForestBatch, ABatchTakesARoundPerLevel) {
   }
 }
 
+// With a leaf limit the device grows ahead of the replay only the open nodes likeliest to be
+// split: how many (the lookahead) and the host's threads change the work, never the trees.
+TEST(ForestBatch, LookaheadAndThreadsChangeTheWorkNotTheTrees) {
+  const parity::Synthetic data = MakeSynthetic(3000, false, 31);
+  const int leaf_limit = 40;
+  std::vector<std::string> reference;
+  long long narrow_nodes = 0, wide_nodes = 0;
+  long long needed = 0;  // the CPU grower's node evaluations: the root and each split's children
+  for (const auto& [lookahead, threads] :
+       std::vector<std::pair<double, int>>{{1, 1}, {1e6, 3}, {2, 2}}) {
+    parity::ParityData parity_data = MakeParityData(
+        data.features, data.labels, 3, Spec(Criterion::kGini, 2, leaf_limit, false), true, 8);
+    parity_data.batch.lookahead = lookahead;
+    const BatchData& batch = Bind(parity_data);
+    const auto device = MakeHostBatchDevice(batch, 4);
+    std::vector<tree::Tree> trees;
+    std::vector<std::vector<double>> outputs;
+    BatchTimes times;
+    ASSERT_TRUE(GrowTreeBatch(*device, batch, 0, 4, trees, outputs, nullptr, &times, threads));
+    std::vector<std::string> bytes;
+    needed = 0;
+    for (const tree::Tree& tree : trees) {
+      bytes.push_back(parity::TreeBytes(tree));
+      EXPECT_EQ(tree.num_leaves(), leaf_limit);
+      needed += 2 * (tree.num_leaves() - 1) + 1;
+    }
+    if (reference.empty()) {
+      reference = bytes;
+      narrow_nodes = times.nodes;
+    } else {
+      EXPECT_EQ(bytes, reference) << "lookahead " << lookahead << ", threads " << threads;
+    }
+    if (lookahead == 1e6) wide_nodes = times.nodes;
+  }
+  // Growing every splittable node (a huge lookahead) evaluates far more than the CPU needs; the
+  // narrowest lookahead stays near it.
+  EXPECT_GT(wide_nodes, 2 * narrow_nodes);
+  EXPECT_LE(narrow_nodes, 2 * needed);
+}
+
 TEST(ForestBatch, AnExpiredDeadlineDropsTheBatch) {
   const parity::Synthetic data = MakeSynthetic(1000, false, 23);
   parity::ParityData parity_data =
