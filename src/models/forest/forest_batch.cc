@@ -366,88 +366,99 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     // device grows the trees level by level (a round per level, not per split along the CPU's
     // order): without a leaf limit the CPU splits every such node.
     evaluated.swap(eval_ids);
-    for_each_slot(
-        evaluated, [&](int slot, std::size_t first_evaluated, std::size_t next_evaluated) {
-          TreeState& state = states[slot];
-          SlotRound& round = rounds[slot];
-          round.splits.clear();
-          round.split_bits.clear();
-          round.eval_ids.clear();
-          round.eval_nodes.clear();
-          if (state.done) return;
-          std::vector<int>& wanted = round.wanted;
-          wanted.clear();
-          Replay(state, spec, mapper, wanted);
-          if (state.done) return;
-          if (spec.max_leaf_nodes > 0) {
-            // With a leaf limit the replay splits at most (room) more nodes. The open nodes (found
-            // splittable, not yet split by the replay: its heap's and those grown ahead of it) that
-            // rank in the top (room) times data.lookahead by improvement go ahead; the others wait
-            // until they rank there or the replay asks for them.
-            std::vector<int>& open = state.open;
-            for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
-                open.push_back(evaluated[at].second);
-              }
-            }
-            std::erase_if(open, [&](int index) { return state.nodes[index].replayed; });
-            const auto room = static_cast<std::size_t>(
-                data.lookahead * double(spec.max_leaf_nodes - state.tree.num_leaves()));
-            std::vector<std::pair<double, int>>& ranked = round.ranked;
-            ranked.clear();
-            for (int index : open) ranked.push_back({state.nodes[index].cut.improvement, index});
-            if (ranked.size() > room) {
-              std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
-                               [](const auto& a, const auto& b) { return Before(b, a); });
-              ranked.resize(room);
-            }
-            for (const auto& entry : ranked) wanted.push_back(entry.second);
-          } else {
-            // Without one, every node found splittable is split.
-            for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
-                wanted.push_back(evaluated[at].second);
-              }
-            }
+    for_each_slot(evaluated, [&](int slot, std::size_t first_evaluated,
+                                 std::size_t next_evaluated) {
+      TreeState& state = states[slot];
+      SlotRound& round = rounds[slot];
+      round.splits.clear();
+      round.split_bits.clear();
+      round.eval_ids.clear();
+      round.eval_nodes.clear();
+      if (state.done) return;
+      std::vector<int>& wanted = round.wanted;
+      wanted.clear();
+      Replay(state, spec, mapper, wanted);
+      if (state.done) return;
+      if (spec.max_leaf_nodes > 0) {
+        // With a leaf limit the replay splits at most (room) more nodes. The open nodes (found
+        // splittable, not yet split by the replay: its heap's and those grown ahead of it) that
+        // rank in the top (room) times data.lookahead by improvement go ahead; the others wait
+        // until they rank there or the replay asks for them.
+        std::vector<int>& open = state.open;
+        for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+          if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+            open.push_back(evaluated[at].second);
           }
-          for (int index : wanted) {
-            if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
-            const NodeRecord node = state.nodes[index];  // a copy: children are appended below
-            BatchSplit split{};
-            split.begin = node.begin;
-            split.end = node.end;
-            split.left_rows = node.cut.left_rows;
-            split.slot = slot;
-            split.feature = node.cut.feature;
-            split.categorical = node.cut.categorical;
-            split.threshold_bin = node.cut.threshold_bin;
-            split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
-            split.default_left = node.cut.default_left;
-            // Only categorical splits carry bin words (bits_begin: within this slot's, until
-            // joined).
-            split.bits_begin = static_cast<long long>(round.split_bits.size());
-            split.bits_words = node.bits_at >= 0 ? words : 0;
-            if (node.bits_at >= 0) {
-              round.split_bits.insert(round.split_bits.end(), state.bits.begin() + node.bits_at,
-                                      state.bits.begin() + node.bits_at + words);
-            }
-            round.splits.push_back(split);
-            for (int side = 0; side < 2; ++side) {
-              NodeRecord child;
-              child.begin = side == 0 ? node.begin : node.begin + node.cut.left_rows;
-              child.end = side == 0 ? node.begin + node.cut.left_rows : node.end;
-              child.key = kernels::ChildNodeKey(node.key, side);
-              child.depth = node.depth + 1;
-              const int child_index = static_cast<int>(state.nodes.size());
-              state.nodes[index].children[side] = child_index;
-              round.eval_ids.push_back({slot, child_index});
-              round.eval_nodes.push_back(
-                  BatchNode{child.begin, child.end, child.key, slot, child.depth});
-              state.nodes.push_back(child);
-            }
+        }
+        std::erase_if(open, [&](int index) { return state.nodes[index].replayed; });
+        const auto room = static_cast<std::size_t>(
+            data.lookahead * double(spec.max_leaf_nodes - state.tree.num_leaves()));
+        std::vector<std::pair<double, int>>& ranked = round.ranked;
+        ranked.clear();
+        for (int index : open) ranked.push_back({state.nodes[index].cut.improvement, index});
+        if (ranked.size() > room) {
+          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room), ranked.end(),
+                           [](const auto& a, const auto& b) { return Before(b, a); });
+          ranked.resize(room);
+        }
+        for (const auto& entry : ranked) wanted.push_back(entry.second);
+        // The heap's best leaves are the replay's next splits: those ranking in the top
+        // quarter of the room go too, whatever the open nodes ahead of them (100k synthetic
+        // rows, 16 trees, 1500 leaves: XT's rounds 633 became 349, its evaluations 2% more).
+        const std::size_t heap_room = (room + 3) / 4;
+        ranked.assign(state.queue.begin(), state.queue.end());
+        if (ranked.size() > heap_room) {
+          std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(heap_room), ranked.end(),
+                           [](const auto& a, const auto& b) { return Before(b, a); });
+          ranked.resize(heap_room);
+        }
+        for (const auto& entry : ranked) wanted.push_back(state.leaf_node[entry.second]);
+      } else {
+        // Without one, every node found splittable is split.
+        for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+          if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+            wanted.push_back(evaluated[at].second);
           }
-          state.sums.resize(state.nodes.size() * std::size_t(width));
-        });
+        }
+      }
+      for (int index : wanted) {
+        if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
+        const NodeRecord node = state.nodes[index];         // a copy: children are appended below
+        BatchSplit split{};
+        split.begin = node.begin;
+        split.end = node.end;
+        split.left_rows = node.cut.left_rows;
+        split.slot = slot;
+        split.feature = node.cut.feature;
+        split.categorical = node.cut.categorical;
+        split.threshold_bin = node.cut.threshold_bin;
+        split.missing_bin = mapper.feature(node.cut.feature).missing_bin();
+        split.default_left = node.cut.default_left;
+        // Only categorical splits carry bin words (bits_begin: within this slot's, until
+        // joined).
+        split.bits_begin = static_cast<long long>(round.split_bits.size());
+        split.bits_words = node.bits_at >= 0 ? words : 0;
+        if (node.bits_at >= 0) {
+          round.split_bits.insert(round.split_bits.end(), state.bits.begin() + node.bits_at,
+                                  state.bits.begin() + node.bits_at + words);
+        }
+        round.splits.push_back(split);
+        for (int side = 0; side < 2; ++side) {
+          NodeRecord child;
+          child.begin = side == 0 ? node.begin : node.begin + node.cut.left_rows;
+          child.end = side == 0 ? node.begin + node.cut.left_rows : node.end;
+          child.key = kernels::ChildNodeKey(node.key, side);
+          child.depth = node.depth + 1;
+          const int child_index = static_cast<int>(state.nodes.size());
+          state.nodes[index].children[side] = child_index;
+          round.eval_ids.push_back({slot, child_index});
+          round.eval_nodes.push_back(
+              BatchNode{child.begin, child.end, child.key, slot, child.depth});
+          state.nodes.push_back(child);
+        }
+      }
+      state.sums.resize(state.nodes.size() * std::size_t(width));
+    });
     splits.clear();
     split_bits.clear();
     eval_ids.clear();
