@@ -4,7 +4,7 @@ settings, in the same run, on Adult (its train/test files), letter and californi
 family_bench --data 80/20 split, reproduced by bench_common.split_mask).
 
     python3 bench/families_peers.py [--build build/release] [--repeat 5] [--out FILE.json]
-        [--datasets adult,letter,california] [--families RF,XT,KNN,LR,LR_L1]
+        [--datasets adult,letter,california] [--families RF,XT,KNN,LR,LR_L1] [--seed N]
         (FAMILY_THREADS, default 2)
 
 Trees get ordinal-encoded categoricals; KNN standardised numerics only; LR (LogisticRegression or
@@ -38,12 +38,15 @@ MISSING = "__missing__"
 
 
 def parse_options():
-    """bench_common's options (--build, --repeat, --python, --out) plus --datasets, --families."""
+    """bench_common's options (--build, --repeat, --python, --out) plus --datasets, --families
+    and --seed (the forests' random_state on both sides)."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--datasets", default=",".join(DATASETS),
                         help="comma list among " + ",".join(DATASETS))
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help="comma list among " + ",".join(FAMILIES))
+    parser.add_argument("--seed", type=int, default=0,
+                        help="RF and XT random_state, tabforge's and scikit-learn's")
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
         print(parser.format_help())
     ours, rest = parser.parse_known_args()
@@ -54,6 +57,7 @@ def parse_options():
         if not chosen or any(name not in known for name in chosen):
             parser.error(f"--{option} {getattr(ours, option)}: choose among {','.join(known)}")
         setattr(args, option, chosen)
+    args.seed = ours.seed
     return args
 
 
@@ -165,7 +169,8 @@ def main():
                     model = (RandomForestRegressor if family == "RF" else ExtraTreesRegressor)()
                 model.set_params(n_estimators=300, max_leaf_nodes=15000, min_samples_leaf=1,
                                  max_features="sqrt" if classification else 1.0,
-                                 bootstrap=family == "RF", n_jobs=threads, random_state=0)
+                                 bootstrap=family == "RF", n_jobs=threads,
+                                 random_state=args.seed)
                 if nan_ok[family]:
                     return model, x_train, x_test
                 medians = numpy.nan_to_num(numpy.nanmedian(numeric_train, axis=0))
@@ -193,7 +198,9 @@ def main():
             return make_pipeline(ColumnTransformer(columns), estimator), x_train, x_test
 
         for family in args.families:
-            params = FAMILIES[family]
+            params = dict(FAMILIES[family])
+            if family in ("RF", "XT") and args.seed != 0:
+                params["random_state"] = args.seed
             command = prefix + [bench, "--family", family.split("_")[0], "--params",
                                 json.dumps(params),
                                 "--threads", str(threads)] + data_args
