@@ -2,6 +2,7 @@
 // single-row predictions through the C++ API (a one-row table each, pipeline included).
 //
 //   predict_bench -m MODEL_DIR --data FILE [--repeats 3] [--single-rows 500] [--threads N]
+// (--repeats 0: single rows only)
 //
 // Prints one JSON line: rows, batch_seconds (median of the repeats, reading excluded),
 // rows_per_second, single_row_p50_ms, single_row_p99_ms, best_model.
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
     const TabularPredictor predictor = TabularPredictor::load(model_dir);
     const data::Table table = data::ReadCsv(data_path);
     std::vector<double> batch;
-    for (int repeat = 0; repeat < std::max(repeats, 1); ++repeat) {
+    for (int repeat = 0; repeat < repeats; ++repeat) {
       Stopwatch watch;
       const ProbabilityTable out = predictor.predict_proba(table);
       batch.push_back(watch.Seconds());
@@ -64,13 +65,13 @@ int main(int argc, char** argv) {
       const ProbabilityTable out = predictor.predict_proba(one);
       latencies.push_back(watch.Seconds() * 1e3);
     }
-    const double batch_seconds = Quantile(batch, 0.5);
+    const double batch_seconds = batch.empty() ? 0.0 : Quantile(batch, 0.5);
     fmt::print(
         "{{\"model\":\"{}\",\"best_model\":\"{}\",\"rows\":{},\"batch_seconds\":{:.4f},"
         "\"rows_per_second\":{:.0f},\"single_rows\":{},\"single_row_p50_ms\":{:.3f},"
         "\"single_row_p99_ms\":{:.3f}}}\n",
         model_dir, predictor.best_model(), table.num_rows(), batch_seconds,
-        double(table.num_rows()) / batch_seconds, latencies.size(),
+        batch.empty() ? 0.0 : double(table.num_rows()) / batch_seconds, latencies.size(),
         latencies.empty() ? 0.0 : Quantile(latencies, 0.5),
         latencies.empty() ? 0.0 : Quantile(latencies, 0.99));
     return 0;
