@@ -200,6 +200,8 @@ TEST(Forest, ParametersAreValidatedWithTheirNames) {
   EXPECT_NE(message(R"({"criterion": "hinge"})").find("gini"), std::string::npos);
   EXPECT_NE(message(R"({"min_samples_leaf": 0})").find("min_samples_leaf"), std::string::npos);
   EXPECT_NE(message(R"({"bootstrap": 3})").find("boolean"), std::string::npos);
+  EXPECT_EQ(ForestParams::FromJson(R"({"gpu_lookahead": 1.5})", base).gpu_lookahead, 1.5);
+  EXPECT_NE(message(R"({"gpu_lookahead": 0.5})").find("gpu_lookahead"), std::string::npos);
   models::Task regression;
   regression.problem_type = ProblemType::kRegression;
   regression.num_classes = 1;
@@ -265,6 +267,16 @@ TEST(Forest, AskingForTheGpuGivesTheCpuModel) {
           << asked.report().device_note;
     }
   }
+  // Extremely randomized trees stay on the CPU, GPU or not, and say why.
+  const Synthetic data = MakeSynthetic(800, false, 13);
+  ForestParams params = Classifier(true);
+  params.n_estimators = 4;
+  params.device = "cuda";
+  const ForestModel extra = ForestModel::Fit(data.features, data.labels, 3, params, 2);
+  EXPECT_EQ(extra.report().device, "cpu");
+  EXPECT_NE(extra.report().device_note.find("extremely randomized trees grow faster on the CPU"),
+            std::string::npos)
+      << extra.report().device_note;
 }
 
 TEST(Forest, ANonFiniteRegressionTargetIsNamed) {
