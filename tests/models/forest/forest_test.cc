@@ -103,6 +103,26 @@ TEST(Forest, ExtraTreesDrawEveryCutAndMissingSide) {
   EXPECT_LT(missing_left, 140);
 }
 
+// A feature whose values are all one, missing ones aside, is constant (scikit-learn's splitters
+// skip it): no tree splits its values from its missing ones, however well that separates.
+TEST(Forest, OneValueAndMissingOnesIsConstant) {
+  features::FeatureMatrix x;
+  x.num_rows = 400;
+  x.numeric_info.push_back({"x", "x", 0, {}});
+  std::vector<double> labels;
+  for (std::int64_t row = 0; row < x.num_rows; ++row) {
+    const bool missing = row % 4 == 0;
+    x.numeric.push_back(missing ? std::nanf("") : 1.0f);
+    labels.push_back(missing ? 1.0 : 0.0);
+  }
+  for (bool extra : {false, true}) {
+    ForestParams params = Classifier(extra);
+    params.n_estimators = 8;
+    const ForestModel model = ForestModel::Fit(x, labels, 2, params, 2);
+    for (const tree::Tree& tree : model.trees()) EXPECT_EQ(tree.num_leaves(), 1) << extra;
+  }
+}
+
 TEST(Forest, ProbabilitiesSumToOneAndLearnTheProblem) {
   const Synthetic train = MakeSynthetic(4000, false, 2);
   const Synthetic test = MakeSynthetic(2000, false, 3);
