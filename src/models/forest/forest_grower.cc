@@ -221,13 +221,13 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
       high_bin = std::max(high_bin, bin);
     }
   }
-  // A feature whose values are all one (missing ones aside) is constant in the node, as
-  // scikit-learn's splitters take it: no values-against-missing split.
+  // One value with missing ones is not constant: scikit-learn's RandomSplitter draws the
+  // missing side and splits them from the values when it is the right (unlike its BestSplitter).
   const bool has_values = high_bin >= 0;
-  if (!has_values || low_bin == high_bin) return false;
+  if (!has_values || (low_bin == high_bin && missing_rows == 0)) return false;
   // A threshold drawn uniformly between the node's smallest and largest value (scikit-learn's
   // draw; the values are the bins' smallest training values), cutting after the first bin whose
-  // next bin's smallest value reaches it.
+  // next bin's smallest value reaches it; with one value, values against missing.
   int threshold = high_bin;
   const double* lows = nullptr;
   double drawn = 0;
@@ -320,7 +320,8 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   double* left = left_.data();
   double* missing = parent_missing_.data();
   // Missing values go to a side drawn at random (scikit-learn's rule: a coin toss, not the better
-  // side); without any, rows missing at prediction follow the larger side.
+  // side; with one value and missing values left, every row is on one side); without any, rows
+  // missing at prediction follow the larger side.
   bool missing_left = false;
   if (missing_rows > 0) {
     missing_left = kernels::MissingGoLeft(threshold_key_, node_key * 4099 + std::uint64_t(feature));
@@ -431,7 +432,7 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   }
   const int values = static_cast<int>(used_.size());
   if (values < 2) {
-    // One value and missing ones: constant, as scikit-learn's splitters take it (no
+    // One value and missing ones: constant, as scikit-learn's BestSplitter takes it (no
     // values-against-missing split).
     clear();
     return false;

@@ -211,10 +211,11 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
     // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
     const long long missing_rows = rows[missing_bin];
     const int value_used = missing_rows > 0 ? used - 1 : used;  // the missing bin comes last
-    // One value (missing ones aside) is a constant feature, as scikit-learn's splitters take it.
-    if (value_used < 2) return false;
+    // One value with missing ones is not constant here (scikit-learn's RandomSplitter).
+    if (value_used <= 0) return false;
     const int low_bin = used_bins[0];
     const int high_bin = used_bins[value_used - 1];
+    if (low_bin == high_bin && missing_rows == 0) return false;
     int threshold = high_bin;
     if (low_bin < high_bin) {
       const double low = info.bin_lows[low_bin];
@@ -253,7 +254,7 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
   if (used < 2) return false;
   const bool has_missing = !info.categorical && rows[missing_bin] != 0;
   values = has_missing ? used - 1 : used;
-  if (values < 2) return false;  // one value and missing ones: constant (scikit-learn's rule)
+  if (values < 2) return false;  // one value and missing ones: constant (BestSplitter's rule)
   const int last = has_missing ? values - 1 : values - 2;
   int only_cut = -1;
   if (rules.extra_trees) {
