@@ -222,7 +222,7 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
     }
   }
   // One value with missing ones is not constant: scikit-learn's RandomSplitter draws the
-  // missing side and splits them from the values when it is the right (unlike its BestSplitter).
+  // missing side and splits them from the values when it is the right.
   const bool has_values = high_bin >= 0;
   if (!has_values || (low_bin == high_bin && missing_rows == 0)) return false;
   // A threshold drawn uniformly between the node's smallest and largest value (scikit-learn's
@@ -431,12 +431,6 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
     }
   }
   const int values = static_cast<int>(used_.size());
-  if (values < 2) {
-    // One value and missing ones: constant, as scikit-learn's BestSplitter takes it (no
-    // values-against-missing split).
-    clear();
-    return false;
-  }
   // Cut points: after used_[cut] for cut in [0, last]; with missing values, "every value left,
   // missing right" is a cut too.
   const int last = missing_bin >= 0 ? values - 1 : values - 2;

@@ -254,7 +254,6 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
   if (used < 2) return false;
   const bool has_missing = !info.categorical && rows[missing_bin] != 0;
   values = has_missing ? used - 1 : used;
-  if (values < 2) return false;  // one value and missing ones: constant (BestSplitter's rule)
   const int last = has_missing ? values - 1 : values - 2;
   int only_cut = -1;
   if (rules.extra_trees) {
