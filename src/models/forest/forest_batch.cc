@@ -69,6 +69,15 @@ bool Before(const std::pair<double, int>& a, const std::pair<double, int>& b) {
   return a.first < b.first || (a.first == b.first && a.second > b.second);
 }
 
+// The improvement an entry of `ranked` (improvement, id) needs to rank in its top `room`
+// (-infinity when all do); reorders `ranked`.
+double RankedCutoff(std::vector<std::pair<double, int>>& ranked, std::size_t room) {
+  if (ranked.size() <= room || room == 0) return -std::numeric_limits<double>::infinity();
+  std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room - 1), ranked.end(),
+                   [](const auto& a, const auto& b) { return Before(b, a); });
+  return ranked[room - 1].first;
+}
+
 tree::LeafSplit LeafSplitOf(const TreeState& state, const NodeRecord& node) {
   tree::LeafSplit split;
   split.gain = node.cut.improvement;
@@ -309,19 +318,26 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     ++time.rounds;
     time.nodes += static_cast<long long>(eval_nodes.size());
     watch = Stopwatch();
+    // Records the outcomes of the nodes `ids` (and their sums, from the first pass) in their
+    // trees.
+    auto keep_outcomes = [&](const std::vector<std::pair<int, int>>& ids, bool with_sums) {
+      for_each_slot(ids, [&](int slot, std::size_t first, std::size_t last) {
+        TreeState& state = states[slot];
+        for (std::size_t at = first; at < last; ++at) {
+          NodeRecord& node = state.nodes[ids[at].second];
+          node.status = outcomes[at].status;
+          node.cut = outcomes[at].cut;
+          if (with_sums) {
+            std::copy(sums.begin() + std::ptrdiff_t(at) * width,
+                      sums.begin() + std::ptrdiff_t(at + 1) * width,
+                      state.sums.begin() + std::ptrdiff_t(ids[at].second) * width);
+          }
+          KeepBits(state, node, bits.data() + at * std::size_t(words), words);
+        }
+      });
+    };
     device.Evaluate(eval_nodes, 0, first_positions, outcomes, sums, bits);
-    for_each_slot(eval_ids, [&](int slot, std::size_t first, std::size_t last) {
-      TreeState& state = states[slot];
-      for (std::size_t at = first; at < last; ++at) {
-        NodeRecord& node = state.nodes[eval_ids[at].second];
-        node.status = outcomes[at].status;
-        node.cut = outcomes[at].cut;
-        std::copy(sums.begin() + std::ptrdiff_t(at) * width,
-                  sums.begin() + std::ptrdiff_t(at + 1) * width,
-                  state.sums.begin() + std::ptrdiff_t(eval_ids[at].second) * width);
-        KeepBits(state, node, bits.data() + at * std::size_t(words), words);
-      }
-    });
+    keep_outcomes(eval_ids, true);
     more_ids.clear();
     more_nodes.clear();
     for (std::size_t at = 0; at < eval_ids.size(); ++at) {
@@ -335,15 +351,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       device.Evaluate(more_nodes, first_positions, features - first_positions, outcomes, unused,
                       bits);
       time.nodes += static_cast<long long>(more_nodes.size());
-      for_each_slot(more_ids, [&](int slot, std::size_t first, std::size_t last) {
-        TreeState& state = states[slot];
-        for (std::size_t at = first; at < last; ++at) {
-          NodeRecord& node = state.nodes[more_ids[at].second];
-          node.status = outcomes[at].status;
-          node.cut = outcomes[at].cut;
-          KeepBits(state, node, bits.data() + at * std::size_t(words), words);
-        }
-      });
+      keep_outcomes(more_ids, false);
     }
     for_each_slot(eval_ids, [&](int slot, std::size_t first, std::size_t last) {
       TreeState& state = states[slot];
@@ -408,32 +416,19 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
             const auto drifted = [](std::size_t now, std::size_t then) {
               return now > then + then / 8 + 8 || now + now / 8 + 8 < then;
             };
-            const double no_cut = -std::numeric_limits<double>::infinity();
             if (!state.ranked || drifted(open.size(), state.ranked_open) ||
                 drifted(room, state.ranked_room)) {
               std::erase_if(open, [&](int index) { return state.nodes[index].replayed; });
               std::vector<std::pair<double, int>>& ranked = round.ranked;
               ranked.clear();
               for (int index : open) ranked.push_back({state.nodes[index].cut.improvement, index});
-              state.open_cutoff = no_cut;
-              if (ranked.size() > room && room > 0) {
-                std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(room - 1),
-                                 ranked.end(),
-                                 [](const auto& a, const auto& b) { return Before(b, a); });
-                state.open_cutoff = ranked[room - 1].first;
-              }
+              state.open_cutoff = RankedCutoff(ranked, room);
               // The heap's best leaves are the replay's next splits: those ranking in the top
               // quarter of the room go too, whatever the open nodes ahead of them (100k synthetic
               // rows, 16 trees, 1500 leaves: XT's rounds 633 became 349, its evaluations 2% more).
               const std::size_t heap_room = (room + 3) / 4;
               ranked.assign(state.queue.begin(), state.queue.end());
-              state.heap_cutoff = no_cut;
-              if (ranked.size() > heap_room && heap_room > 0) {
-                std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(heap_room - 1),
-                                 ranked.end(),
-                                 [](const auto& a, const auto& b) { return Before(b, a); });
-                state.heap_cutoff = ranked[heap_room - 1].first;
-              }
+              state.heap_cutoff = RankedCutoff(ranked, heap_room);
               for (int index : open) {
                 if (state.nodes[index].cut.improvement >= state.open_cutoff)
                   wanted.push_back(index);

@@ -33,6 +33,21 @@ ForestParams Classifier(bool extra) {
   return params;
 }
 
+// One numeric feature "x" of `rows` rows, value(row) each, and labels label(row).
+template <typename Value, typename Label>
+features::FeatureMatrix OneFeature(std::int64_t rows, Value value, Label label,
+                                   std::vector<double>& labels) {
+  features::FeatureMatrix x;
+  x.num_rows = rows;
+  x.numeric_info.push_back({"x", "x", 0, {}});
+  labels.clear();
+  for (std::int64_t row = 0; row < rows; ++row) {
+    x.numeric.push_back(value(row));
+    labels.push_back(label(row));
+  }
+  return x;
+}
+
 TEST(Forest, ConstantFlagsHoldAnyFeatureCount) {
   for (const int features : {1, 64, 65, 300}) {
     ConstantFlags flags(features);
@@ -78,14 +93,11 @@ TEST(Forest, TreesHonourDepthLeafAndSizeLimits) {
 // value, as scikit-learn does: on a feature of three equally frequent values, both cuts occur
 // about equally often, and missing values go to either side.
 TEST(Forest, ExtraTreesDrawEveryCutAndMissingSide) {
-  features::FeatureMatrix x;
-  x.num_rows = 900;
-  x.numeric_info.push_back({"x", "x", 0, {}});
   std::vector<double> labels;
-  for (std::int64_t row = 0; row < x.num_rows; ++row) {
-    x.numeric.push_back(row % 10 == 9 ? std::nanf("") : static_cast<float>(row % 3));
-    labels.push_back(RandomUniform(7, 1, std::uint64_t(row)) < 0.5 ? 0.0 : 1.0);
-  }
+  const features::FeatureMatrix x = OneFeature(
+      900, [](std::int64_t row) { return row % 10 == 9 ? std::nanf("") : float(row % 3); },
+      [](std::int64_t row) { return RandomUniform(7, 1, std::uint64_t(row)) < 0.5 ? 0.0 : 1.0; },
+      labels);
   ForestParams params = Classifier(true);
   params.n_estimators = 200;
   params.max_depth = 1;
@@ -107,15 +119,10 @@ TEST(Forest, ExtraTreesDrawEveryCutAndMissingSide) {
 // random forests split its values from its missing ones, extremely randomized trees when the
 // missing side drawn is the right (about half the trees).
 TEST(Forest, OneValueAndMissingOnesAreSplit) {
-  features::FeatureMatrix x;
-  x.num_rows = 400;
-  x.numeric_info.push_back({"x", "x", 0, {}});
   std::vector<double> labels;
-  for (std::int64_t row = 0; row < x.num_rows; ++row) {
-    const bool missing = row % 4 == 0;
-    x.numeric.push_back(missing ? std::nanf("") : 1.0f);
-    labels.push_back(missing ? 1.0 : 0.0);
-  }
+  const features::FeatureMatrix x = OneFeature(
+      400, [](std::int64_t row) { return row % 4 == 0 ? std::nanf("") : 1.0f; },
+      [](std::int64_t row) { return row % 4 == 0 ? 1.0 : 0.0; }, labels);
   for (bool extra : {false, true}) {
     ForestParams params = Classifier(extra);
     params.n_estimators = 40;
