@@ -648,16 +648,30 @@ class HostBatchDevice final : public BatchDevice {
         }
         const int used = static_cast<int>(used_bins.size());
         const long long count = node.end - node.begin;
-        splittable = kernels::NodeSplittable(rules_, histogram, used_bins.data(), used, count,
-                                             node.depth, constant, parent.data());
+        // Extremely randomized trees draw their cut from the plain histogram; the others search
+        // every cut from cumulative sums, as the kernels do.
+        const bool cumulative = !rules_.extra_trees;
+        if (cumulative) {
+          Accumulate(used_bins, counts, values, rows);
+          kernels::CumulativeTotals(rules_, histogram, used_bins.data(), used, parent.data());
+          splittable = kernels::SplittableNode(rules_, parent.data(), count, node.depth, constant);
+        } else {
+          splittable = kernels::NodeSplittable(rules_, histogram, used_bins.data(), used, count,
+                                               node.depth, constant, parent.data());
+        }
         if (first_position == 0 && position == 0) {
           std::copy(parent.begin(), parent.end(), sums.begin() + std::ptrdiff_t(at) * width);
         }
         if (!splittable) break;
         const double parent_score = kernels::SplitScore(rules_, parent.data());
-        kernels::BestFeatureCut(rules_, info, feature, histogram, used_bins.data(), used, count,
-                                parent.data(), parent_score, threshold_keys_[node.slot], node.key,
-                                cuts[position]);
+        if (cumulative) {
+          SearchCumulative(info, feature, histogram, used_bins, count, parent.data(), parent_score,
+                           cuts[position]);
+        } else {
+          kernels::BestFeatureCut(rules_, info, feature, histogram, used_bins.data(), used, count,
+                                  parent.data(), parent_score, threshold_keys_[node.slot], node.key,
+                                  cuts[position]);
+        }
         cut_bits[position].assign(static_cast<std::size_t>(words), 0u);
         if (cuts[position].categorical && cuts[position].improvement > kernels::kNoCut) {
           for (int bin = 0; bin <= cuts[position].cut_bin; ++bin) {
@@ -716,6 +730,42 @@ class HostBatchDevice final : public BatchDevice {
 
  private:
   int BinOf(std::int32_t row, int feature) const { return data_.bins->Bin(feature, row); }
+
+  // Turns the cells of the bins in use into cumulative sums over them (the kernels' block scans).
+  void Accumulate(const std::vector<int>& used_bins, std::vector<std::uint32_t>& counts,
+                  std::vector<long long>& values, std::vector<std::uint32_t>& rows) const {
+    const bool regression = rules_.criterion == kernels::kCriterionSquaredError;
+    const int count_width = regression ? 1 : rules_.width;
+    for (std::size_t at = 1; at < used_bins.size(); ++at) {
+      const auto bin = static_cast<std::size_t>(used_bins[at]);
+      const auto previous = static_cast<std::size_t>(used_bins[at - 1]);
+      for (int k = 0; k < count_width; ++k) {
+        counts[bin * count_width + k] += counts[previous * count_width + k];
+      }
+      if (regression) values[bin] += values[previous];
+      rows[bin] += rows[previous];
+    }
+  }
+
+  // The first best of every cut, from cumulative sums (the kernels weigh them a thread each).
+  void SearchCumulative(const kernels::FeatureInfo& info, int feature,
+                        const kernels::Histogram& cumulative, const std::vector<int>& used_bins,
+                        long long count, const double* parent, double parent_score,
+                        FeatureCut& best) const {
+    const int used = static_cast<int>(used_bins.size());
+    const kernels::CutPlan plan = kernels::PlanCuts(info, used_bins.data(), used);
+    kernels::StartFeatureCut(info, feature, best);
+    for (int candidate = 0; candidate < plan.candidates; ++candidate) {
+      double improvement = 0;
+      long long left_rows = 0;
+      if (kernels::CandidateCut(rules_, cumulative, used_bins.data(), used, plan, count, parent,
+                                parent_score, candidate, improvement, left_rows) &&
+          improvement > best.improvement) {
+        kernels::SetCandidateCut(info, used_bins.data(), plan, candidate, improvement, left_rows,
+                                 best);
+      }
+    }
+  }
 
   BatchData data_;
   int slots_;

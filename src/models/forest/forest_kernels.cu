@@ -63,9 +63,89 @@ __global__ void __launch_bounds__(kScanThreads)
   if (threadIdx.x == 0) slot_rows[slot] = base;
 }
 
+// Turns the histogram cells of the `used` bins in use into cumulative sums over them (block
+// scans, channel by channel: each class's or the weight's count, the target units, the rows).
+__device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32_t* bin_rows,
+                           const int* used_bins, int used, int count_width, bool regression) {
+  using CellScan = cub::BlockScan<long long, kEvalThreads>;
+  __shared__ typename CellScan::TempStorage scan;
+  __shared__ long long carry;
+  const int channels = count_width + (regression ? 1 : 0) + 1;
+  for (int channel = 0; channel < channels; ++channel) {
+    if (threadIdx.x == 0) carry = 0;
+    __syncthreads();
+    for (int first = 0; first < used; first += kEvalThreads) {
+      const int at = first + static_cast<int>(threadIdx.x);
+      const int bin = at < used ? used_bins[at] : 0;
+      long long value = 0;
+      if (at < used) {
+        if (channel < count_width) {
+          value = counts[bin * count_width + channel];
+        } else if (channel == count_width && regression) {
+          value = values[bin];
+        } else {
+          value = bin_rows[bin];
+        }
+      }
+      long long sum = 0, total = 0;
+      CellScan(scan).InclusiveSum(value, sum, total);
+      if (at < used) {
+        sum += carry;
+        if (channel < count_width) {
+          counts[bin * count_width + channel] = static_cast<std::uint32_t>(sum);
+        } else if (channel == count_width && regression) {
+          values[bin] = sum;
+        } else {
+          bin_rows[bin] = static_cast<std::uint32_t>(sum);
+        }
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) carry += total;
+      __syncthreads();
+    }
+  }
+}
+
+// The block's first best cut: the largest improvement, ties to the earliest candidate (the
+// serial search's strict comparison). Thread 0 receives it.
+__device__ void FirstBest(double& improvement, int& candidate, long long& left_rows) {
+  constexpr int kWarps = kEvalThreads / 32;
+  __shared__ double warp_improvement[kWarps];
+  __shared__ int warp_candidate[kWarps];
+  __shared__ long long warp_left_rows[kWarps];
+  const auto better = [](double a, int a_at, double b, int b_at) {
+    return a > b || (a == b && a_at < b_at);
+  };
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    const double other = __shfl_down_sync(0xffffffffu, improvement, shift);
+    const int other_at = __shfl_down_sync(0xffffffffu, candidate, shift);
+    const long long other_rows = __shfl_down_sync(0xffffffffu, left_rows, shift);
+    if (better(other, other_at, improvement, candidate)) {
+      improvement = other;
+      candidate = other_at;
+      left_rows = other_rows;
+    }
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  if (threadIdx.x % 32 == 0) {
+    warp_improvement[warp] = improvement;
+    warp_candidate[warp] = candidate;
+    warp_left_rows[warp] = left_rows;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int other = 1; other < kWarps; ++other) {
+    if (better(warp_improvement[other], warp_candidate[other], improvement, candidate)) {
+      improvement = warp_improvement[other];
+      candidate = warp_candidate[other];
+      left_rows = warp_left_rows[other];
+    }
+  }
+}
+
 // Block (node, position): the histogram of the feature at that position and its best cut. A
 // node that may not be split is marked by left_rows -1 in its position-0 cut.
-__global__ void __launch_bounds__(kEvalThreads)
+__global__ void __launch_bounds__(kEvalThreads, 6)
     EvaluateFeature(DeviceRows data, DeviceTrees trees, SplitRules rules, const BatchNode* nodes,
                     int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
                     int words, double* sums) {
@@ -142,32 +222,73 @@ __global__ void __launch_bounds__(kEvalThreads)
     if (threadIdx.x == 0) used += total;
     __syncthreads();
   }
-  if (threadIdx.x != 0) return;
   const Histogram histogram{counts, values, bin_rows};
   const long long count = node.end - node.begin;
-  double parent[kMaxBatchClasses];
-  const bool splittable = NodeSplittable(rules, histogram, used_bins, used, count, node.depth,
-                                         regression && lowest == highest, parent);
-  if (first_position == 0 && position == 0) {
-    for (int k = 0; k < width; ++k)
-      sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
-  }
+  // Every forest but extremely randomized trees weighs all cuts: from cumulative sums, a thread
+  // per cut.
+  const bool cumulative = !rules.extra_trees;
+  if (cumulative) Accumulate(counts, values, bin_rows, used_bins, used, count_width, regression);
+  __shared__ double parent[kMaxBatchClasses];
+  __shared__ double parent_score;
+  __shared__ int splittable;
   const long long slot = blockIdx.x * static_cast<long long>(positions) + position;
   FeatureCut& cut = cuts[slot];
   std::uint32_t* bits = cut_bits + slot * words;
-  for (int word = 0; word < words; ++word) bits[word] = 0;
+  if (threadIdx.x == 0) {
+    const bool constant = regression && lowest == highest;
+    if (cumulative) {
+      CumulativeTotals(rules, histogram, used_bins, used, parent);
+      splittable = SplittableNode(rules, parent, count, node.depth, constant) ? 1 : 0;
+    } else {
+      splittable =
+          NodeSplittable(rules, histogram, used_bins, used, count, node.depth, constant, parent)
+              ? 1
+              : 0;
+    }
+    if (first_position == 0 && position == 0) {
+      for (int k = 0; k < width; ++k)
+        sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
+    }
+    for (int word = 0; word < words; ++word) bits[word] = 0;
+    parent_score = SplitScore(rules, parent);
+  }
+  __syncthreads();
   FeatureCut best;
+  StartFeatureCut(info, feature_index, best);
   if (!splittable) {
-    best.improvement = kNoCut;
-    best.left_rows = -1;
-    best.feature = feature_index;
-    best.threshold_bin = best.categorical = best.cut_bin = best.default_left = 0;
-    cut = best;
+    if (threadIdx.x == 0) {
+      best.categorical = 0;
+      best.left_rows = -1;
+      cut = best;
+    }
     return;
   }
-  const double parent_score = SplitScore(rules, parent);
-  BestFeatureCut(rules, info, feature_index, histogram, used_bins, used, count, parent,
-                 parent_score, trees.threshold_keys[node.slot], node.key, best);
+  if (cumulative) {
+    const CutPlan plan = PlanCuts(info, used_bins, used);
+    double my_improvement = kNoCut;
+    int my_candidate = plan.candidates;  // none
+    long long my_left_rows = 0;
+    for (int candidate = threadIdx.x; candidate < plan.candidates; candidate += blockDim.x) {
+      double improvement = 0;
+      long long left_rows = 0;
+      if (CandidateCut(rules, histogram, used_bins, used, plan, count, parent, parent_score,
+                       candidate, improvement, left_rows) &&
+          improvement > my_improvement) {
+        my_improvement = improvement;
+        my_candidate = candidate;
+        my_left_rows = left_rows;
+      }
+    }
+    FirstBest(my_improvement, my_candidate, my_left_rows);
+    if (threadIdx.x != 0) return;
+    if (my_improvement > kNoCut) {
+      SetCandidateCut(info, used_bins, plan, my_candidate, my_improvement, my_left_rows, best);
+    }
+  } else {
+    if (threadIdx.x != 0) return;
+    BestFeatureCut(rules, info, feature_index, histogram, used_bins, used, count, parent,
+                   parent_score, trees.threshold_keys[node.slot], node.key, best);
+  }
   if (best.categorical && best.improvement > kNoCut) {
     for (int at = 0; at < used && used_bins[at] <= best.cut_bin; ++at) {
       bits[used_bins[at] / 32] |= 1u << (used_bins[at] % 32);
@@ -288,6 +409,10 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
   // and with it the dynamic part may go past 48 KiB less the block's static part.
   TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateFeature, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(shared)));
+  // Blocks are short and many: room for as many as the registers allow.
+  TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateFeature,
+                                      cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      static_cast<int>(cudaSharedmemCarveoutMaxShared)));
   const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
   EvaluateFeature<<<grid, kEvalThreads, shared>>>(data, trees, rules, nodes, first_position,
                                                   positions, cuts, cut_bits, words, sums);

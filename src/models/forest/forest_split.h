@@ -119,29 +119,29 @@ TFG_HOST_DEVICE inline void AddBin(const SplitRules& rules, const Histogram& his
   for (int k = 0; k < rules.width; ++k) sums[k] += double(histogram.counts[bin * rules.width + k]);
 }
 
+// How much a cut with left sums `left` improves on its node (ForestTreeGrower::Keep's measure).
+TFG_HOST_DEVICE inline double CutImprovement(const SplitRules& rules, const double* left,
+                                             const double* parent, double parent_score) {
+  double right[kMaxBatchClasses];
+  for (int k = 0; k < rules.width; ++k) right[k] = parent[k] - left[k];
+  return SplitScore(rules, left) + SplitScore(rules, right) - parent_score;
+}
+
 // ForestTreeGrower::Keep: the cut with left sums `left` replaces `best` when it improves more.
 TFG_HOST_DEVICE inline bool KeepCut(const SplitRules& rules, const double* left,
                                     long long left_rows, const double* parent, double parent_score,
                                     FeatureCut& best) {
-  double right[kMaxBatchClasses];
-  for (int k = 0; k < rules.width; ++k) right[k] = parent[k] - left[k];
-  const double improvement = SplitScore(rules, left) + SplitScore(rules, right) - parent_score;
+  const double improvement = CutImprovement(rules, left, parent, parent_score);
   if (!(improvement > best.improvement)) return false;
   best.improvement = improvement;
   best.left_rows = left_rows;
   return true;
 }
 
-// The node's sums and whether it may be split (ForestTreeGrower::FindSplit's checks before
-// the features): from any feature's histogram and its bins in use (`used_bins`: the `used` bins
-// holding rows, ascending), every row being in one of them. `parent` receives the sums (empty
-// bins add nothing: their sums are zeros); regression nodes whose targets are all one value
-// (`constant`) are not split.
-TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histogram& histogram,
-                                           const int* used_bins, int used, long long count,
-                                           int depth, bool constant, double* parent) {
-  for (int k = 0; k < rules.width; ++k) parent[k] = 0;
-  for (int at = 0; at < used; ++at) AddBin(rules, histogram, used_bins[at], parent);
+// Whether a node with sums `parent` may be split (ForestTreeGrower::FindSplit's checks before
+// the features); regression nodes whose targets are all one value (`constant`) are not split.
+TFG_HOST_DEVICE inline bool SplittableNode(const SplitRules& rules, const double* parent,
+                                           long long count, int depth, bool constant) {
   if (count < rules.min_samples_split || count < 2 * rules.min_samples_leaf) return false;
   if (rules.max_depth > 0 && depth >= rules.max_depth) return false;
   if (rules.criterion == kCriterionSquaredError) return !constant;
@@ -151,6 +151,17 @@ TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histog
     largest = parent[k] > largest ? parent[k] : largest;
   }
   return largest < total;
+}
+
+// The node's sums and whether it may be split, from any feature's histogram and its bins in
+// use (`used_bins`: the `used` bins holding rows, ascending), every row being in one of them.
+// `parent` receives the sums (empty bins add nothing: their sums are zeros).
+TFG_HOST_DEVICE inline bool NodeSplittable(const SplitRules& rules, const Histogram& histogram,
+                                           const int* used_bins, int used, long long count,
+                                           int depth, bool constant, double* parent) {
+  for (int k = 0; k < rules.width; ++k) parent[k] = 0;
+  for (int at = 0; at < used; ++at) AddBin(rules, histogram, used_bins[at], parent);
+  return SplittableNode(rules, parent, count, depth, constant);
 }
 
 // Extremely randomized trees: the bin a threshold drawn between bins low_bin and high_bin's
@@ -183,6 +194,18 @@ TFG_HOST_DEVICE inline bool MissingGoLeft(std::uint64_t threshold_key, std::uint
   return KeyedBelow(threshold_key, ~counter, 2) != 0;
 }
 
+// BestFeatureCut's result before any cut: no improvement.
+TFG_HOST_DEVICE inline void StartFeatureCut(const FeatureInfo& info, int feature,
+                                            FeatureCut& best) {
+  best.improvement = kNoCut;
+  best.feature = feature;
+  best.categorical = info.categorical;
+  best.default_left = 0;
+  best.threshold_bin = 0;
+  best.cut_bin = 0;
+  best.left_rows = 0;
+}
+
 // The best cut of `feature` on a node of `count` distinct rows from its histogram: counts[bin *
 // width + k] the weighted rows of class k, rows[bin] the distinct rows; `used_bins` lists the
 // `used` bins holding rows, ascending (the search visits only those). Extremely randomized trees
@@ -200,13 +223,7 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
   const std::uint32_t* rows = histogram.rows;
   const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
   double left[kMaxBatchClasses];
-  best.improvement = kNoCut;
-  best.feature = feature;
-  best.categorical = info.categorical;
-  best.default_left = 0;
-  best.threshold_bin = 0;
-  best.cut_bin = 0;
-  best.left_rows = 0;
+  StartFeatureCut(info, feature, best);
   if (rules.extra_trees && !info.categorical) {
     // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
     const long long missing_rows = rows[missing_bin];
@@ -293,6 +310,114 @@ TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const Featur
     }
   }
   return true;
+}
+
+// The split search from cumulative sums, which the kernels run with a thread per cut (the CPU's
+// TryFeature visits the cuts one after another). A cumulative histogram holds at each bin in
+// use the sums over the bins in use up to it (the other bins are not read). Its sums are the
+// same whole numbers the serial search adds up, so every cut gets the same sums, the same
+// improvement and, taking the first best in TryFeature's order, the same winner.
+
+// The node's sums from a cumulative histogram (NodeSplittable's `parent`): those of its last
+// bin in use.
+TFG_HOST_DEVICE inline void CumulativeTotals(const SplitRules& rules, const Histogram& cumulative,
+                                             const int* used_bins, int used, double* parent) {
+  const int last = used_bins[used - 1];
+  if (rules.criterion == kCriterionSquaredError) {
+    parent[0] = double(cumulative.counts[last]);
+    parent[1] = double(cumulative.values[last]) * rules.value_unit;
+    return;
+  }
+  for (int k = 0; k < rules.width; ++k)
+    parent[k] = double(cumulative.counts[last * rules.width + k]);
+}
+
+// TryFeature's cuts of one feature (not extremely randomized trees), numbered in its order:
+// cut c of side s (missing values right, then left) is number s * (last + 1) + c.
+struct CutPlan {
+  int values;      // bins in use holding values (a numeric feature's missing bin set aside)
+  int last;        // the last cut
+  int candidates;  // cuts numbered (some are skipped: CandidateCut)
+};
+
+TFG_HOST_DEVICE inline CutPlan PlanCuts(const FeatureInfo& info, const int* used_bins, int used) {
+  CutPlan plan{0, -1, 0};
+  if (used < 2) return plan;
+  // The missing bin is the last bin; it holds rows exactly when it is the last in use.
+  const bool has_missing = !info.categorical && used_bins[used - 1] == info.num_bins - 1;
+  plan.values = has_missing ? used - 1 : used;
+  plan.last = has_missing ? plan.values - 1 : plan.values - 2;
+  plan.candidates = (has_missing ? 2 : 1) * (plan.last + 1);
+  return plan;
+}
+
+// Cut `candidate` of `plan`: false when TryFeature does not weigh it (the missing values
+// joining every value, or a side under min_samples_leaf); else its improvement and left rows.
+TFG_HOST_DEVICE inline bool CandidateCut(const SplitRules& rules, const Histogram& cumulative,
+                                         const int* used_bins, int used, const CutPlan& plan,
+                                         long long count, const double* parent, double parent_score,
+                                         int candidate, double& improvement, long long& left_rows) {
+  const int missing_left = candidate / (plan.last + 1);
+  const int cut = candidate - missing_left * (plan.last + 1);
+  if (missing_left && cut == plan.values - 1) return false;
+  const int bin = used_bins[cut];
+  // With the missing values left, the missing bin's own sums: its cumulative ones less those of
+  // the last value bin.
+  const int missing = used_bins[used - 1];
+  const int before = used_bins[plan.values - 1];
+  left_rows = static_cast<long long>(cumulative.rows[bin]);
+  if (missing_left) {
+    left_rows += static_cast<long long>(cumulative.rows[missing]) - cumulative.rows[before];
+  }
+  if (left_rows < rules.min_samples_leaf || count - left_rows < rules.min_samples_leaf) {
+    return false;
+  }
+  double left[kMaxBatchClasses];
+  if (rules.criterion == kCriterionSquaredError) {
+    long long weight = cumulative.counts[bin];
+    long long units = cumulative.values[bin];
+    if (missing_left) {
+      weight += static_cast<long long>(cumulative.counts[missing]) - cumulative.counts[before];
+      units += cumulative.values[missing] - cumulative.values[before];
+    }
+    left[0] = double(weight);
+    left[1] = double(units) * rules.value_unit;
+  } else {
+    const int width = rules.width;
+    for (int k = 0; k < width; ++k) {
+      long long sum = cumulative.counts[bin * width + k];
+      if (missing_left) {
+        sum += static_cast<long long>(cumulative.counts[missing * width + k]) -
+               cumulative.counts[before * width + k];
+      }
+      left[k] = double(sum);
+    }
+  }
+  improvement = CutImprovement(rules, left, parent, parent_score);
+  return improvement > kNoCut;
+}
+
+// Sets `best` (started by StartFeatureCut) to cut `candidate` of `plan` as TryFeature records
+// it.
+TFG_HOST_DEVICE inline void SetCandidateCut(const FeatureInfo& info, const int* used_bins,
+                                            const CutPlan& plan, int candidate, double improvement,
+                                            long long left_rows, FeatureCut& best) {
+  const int missing_left = candidate / (plan.last + 1);
+  const int cut = candidate - missing_left * (plan.last + 1);
+  const int bin = used_bins[cut];
+  best.improvement = improvement;
+  best.left_rows = left_rows;
+  best.default_left = missing_left;
+  best.cut_bin = bin;
+  if (info.categorical) {
+    best.threshold_bin = 0;
+  } else if (cut + 1 < plan.values) {
+    const int next = used_bins[cut + 1];  // the next bin holding values
+    const int midway = (bin + next - 1) / 2;
+    best.threshold_bin = midway > bin ? midway : bin;
+  } else {
+    best.threshold_bin = bin;
+  }
 }
 
 // A node's outcome from its features' cuts.
