@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <memory>
+#include <thread>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -188,33 +190,97 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     } else {
       on_device = true;
       model.report_.device = device_name;
-      // Under a time limit the first batch is small, so that a model exists early; a later batch
-      // still growing at the deadline is dropped.
+      // A second device on its own stream: two host threads grow batches at once, so one
+      // batch's host replay runs while the other's kernels do (without room for it, one).
+      std::vector<std::unique_ptr<BatchDevice>> devices;
+      devices.push_back(std::move(device));
+      if (wanted > 1) {
+        std::string second_why, second_name;
+        std::unique_ptr<BatchDevice> second = MakeCudaBatchDevice(
+            batch, params.gpu_device_id, params.gpu_memory_fraction, second_why, second_name);
+        if (second != nullptr) devices.push_back(std::move(second));
+      }
+      // Under a time limit the first batch is small and grown alone, so that a model exists
+      // early; a later batch still growing at the deadline is dropped. The others are of equal
+      // size, as many as the devices take in whole waves.
       const bool limited = deadline.SecondsLeft() < 1e299;
-      BatchTimes times;
+      std::vector<std::pair<int, int>> batches;  // (first tree, trees)
       int first = 0;
-      while (first < wanted) {
-        const int slots = first == 0 && limited ? std::min(device->slots(), 8) : device->slots();
-        const int count = std::min(slots, wanted - first);
-        std::vector<tree::Tree> batch_trees;
-        std::vector<std::vector<double>> batch_outputs;
-        if (!GrowTreeBatch(*device, batch, std::uint64_t(first), count, batch_trees, batch_outputs,
-                           first > 0 ? &deadline : nullptr, &times, thread_count)) {
-          break;
+      if (limited) {
+        batches.push_back({0, std::min({devices[0]->slots(), 8, wanted})});
+        first = batches.back().second;
+      }
+      const int workers = static_cast<int>(devices.size());
+      if (first < wanted) {
+        int slots = devices[0]->slots();
+        for (const auto& each : devices) slots = std::min(slots, each->slots());
+        const int left = wanted - first;
+        const int waves = (left + workers * slots - 1) / (workers * slots);
+        const int size = (left + workers * waves - 1) / (workers * waves);
+        for (; first < wanted; first += size)
+          batches.push_back({first, std::min(size, wanted - first)});
+      }
+      std::vector<BatchTimes> times(devices.size());
+      std::atomic<std::size_t> next_batch{0};
+      std::atomic<bool> stopped{false};
+      std::vector<std::exception_ptr> worker_failures(devices.size());
+      // Worker `worker` grows the next batches before `end` on its device.
+      auto work = [&](int worker, int replay_threads, std::size_t end) {
+        try {
+          while (!stopped.load()) {
+            const std::size_t at = next_batch.fetch_add(1);
+            if (at >= end) break;
+            const auto [batch_first, count] = batches[at];
+            std::vector<tree::Tree> batch_trees;
+            std::vector<std::vector<double>> batch_outputs;
+            if (!GrowTreeBatch(*devices[worker], batch, std::uint64_t(batch_first), count,
+                               batch_trees, batch_outputs, batch_first > 0 ? &deadline : nullptr,
+                               &times[worker], replay_threads)) {
+              stopped.store(true);
+              break;
+            }
+            for (int tree_at = 0; tree_at < count; ++tree_at) {
+              trees[batch_first + tree_at] = std::move(batch_trees[tree_at]);
+              outputs[batch_first + tree_at] = std::move(batch_outputs[tree_at]);
+              grown[batch_first + tree_at] = 1;
+            }
+            if (deadline.Expired()) stopped.store(true);
+          }
+        } catch (...) {
+          worker_failures[worker] = std::current_exception();
+          stopped.store(true);
         }
-        for (int at = 0; at < count; ++at) {
-          trees[first + at] = std::move(batch_trees[at]);
-          outputs[first + at] = std::move(batch_outputs[at]);
-          grown[first + at] = 1;
+      };
+      if (limited) work(0, thread_count, 1);  // the small first batch, alone
+      next_batch.store(limited ? 1 : 0);
+      {
+        const int threads_each = std::max(1, thread_count / workers);
+        std::vector<std::thread> helpers;
+        for (int worker = 1; worker < workers; ++worker) {
+          helpers.emplace_back(work, worker, threads_each, batches.size());
         }
-        first += count;
-        if (deadline.Expired()) break;
+        work(0, threads_each, batches.size());
+        for (std::thread& helper : helpers) helper.join();
+      }
+      for (const std::exception_ptr& worker_failure : worker_failures) {
+        if (worker_failure) std::rethrow_exception(worker_failure);
+      }
+      BatchTimes total;
+      for (const BatchTimes& each : times) {
+        total.batches += each.batches;
+        total.rounds += each.rounds;
+        total.nodes += each.nodes;
+        total.start_seconds += each.start_seconds;
+        total.evaluate_seconds += each.evaluate_seconds;
+        total.partition_seconds += each.partition_seconds;
+        total.replay_seconds += each.replay_seconds;
       }
       model.report_.device_note = fmt::format(
-          "{} batches, {} rounds, {} node evaluations: bootstrap {:.3f} s, evaluate {:.3f} s, "
-          "partition {:.3f} s, host replay {:.3f} s",
-          times.batches, times.rounds, times.nodes, times.start_seconds, times.evaluate_seconds,
-          times.partition_seconds, times.replay_seconds);
+          "{} batches on {} host threads at once, {} rounds, {} node evaluations: bootstrap "
+          "{:.3f} s, evaluate {:.3f} s, partition {:.3f} s, host replay {:.3f} s (summed over "
+          "the threads)",
+          total.batches, workers, total.rounds, total.nodes, total.start_seconds,
+          total.evaluate_seconds, total.partition_seconds, total.replay_seconds);
       if (out_of_bag != nullptr) {
 #pragma omp parallel num_threads(thread_count)
         {

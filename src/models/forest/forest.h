@@ -64,7 +64,7 @@ struct ForestParams {
   // GPU with max_leaf_nodes: the device grows nodes ahead of the CPU's best-first order, those
   // ranking in the top (room left) times this by improvement. Larger: fewer rounds, more nodes
   // evaluated in vain; the trees are the same for any value (at least 1).
-  double gpu_lookahead = 2;
+  double gpu_lookahead = 1;
 
   // Throws InvalidInput naming the parameter and its valid range.
   void Validate() const;

@@ -35,7 +35,7 @@ struct BatchData {
   std::int64_t draws = 0;
   // With a leaf limit, the open nodes (found splittable, not yet split by the replay) ranking in
   // the top (room left) times this go ahead of the replay (ForestParams::gpu_lookahead).
-  double lookahead = 2;
+  double lookahead = 1;
 };
 
 // Rounds centred regression targets to whole multiples of a power of two (returned) fine enough

@@ -28,22 +28,40 @@ void Reserve(DeviceArray<T>& array, std::size_t count) {
   if (array.size() < count) array.Resize(std::max(count, array.size() + array.size() / 2));
 }
 
+// Copies `count` elements to `target` (grown to hold them) on `stream`; the source may be
+// reused at once.
 template <typename T>
-void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count) {
+void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count,
+                 kernels::Stream stream) {
   Reserve(target, count);
   if (count > 0) {
-    TFG_CUDA_CHECK(cudaMemcpy(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice));
+    TFG_CUDA_CHECK(
+        cudaMemcpyAsync(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice, stream));
   }
 }
 
 template <typename T>
-void UploadInto(DeviceArray<T>& target, const std::vector<T>& source) {
-  UploadRange(target, source.data(), source.size());
+void UploadInto(DeviceArray<T>& target, const std::vector<T>& source, kernels::Stream stream) {
+  UploadRange(target, source.data(), source.size(), stream);
+}
+
+// Copies the first `count` elements of `source` to `target` once the stream's work is done.
+template <typename T>
+void DownloadFrom(T* target, const DeviceArray<T>& source, std::size_t count,
+                  kernels::Stream stream) {
+  if (count > 0) {
+    TFG_CUDA_CHECK(
+        cudaMemcpyAsync(target, source.data(), count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  }
+  TFG_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 class CudaBatchDevice final : public BatchDevice {
  public:
   CudaBatchDevice(const BatchData& data, int slots) : data_(data), slots_(slots) {
+    // A stream of its own, not ordered with other work on the GPU: batches grown by several
+    // host threads at once share the device.
+    TFG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     rules_ = MakeSplitRules(data_, xlogx_);
     const tree::BinMatrix& bins = *data_.bins;
     const tree::BinMapper& mapper = *data_.mapper;
@@ -53,14 +71,14 @@ class CudaBatchDevice final : public BatchDevice {
       has_categorical_ = has_categorical_ || mapper.feature(feature).categorical;
     }
     if (bins.wide()) {
-      device::Upload(bins16_, bins.bins16.data(), bins.bins16.size());
+      UploadRange(bins16_, bins.bins16.data(), bins.bins16.size(), stream_);
     } else {
-      device::Upload(bins8_, bins.bins8.data(), bins.bins8.size());
+      UploadRange(bins8_, bins.bins8.data(), bins.bins8.size(), stream_);
     }
     if (rules_.criterion == kernels::kCriterionSquaredError) {
-      device::Upload(target_units_, data_.target_units, static_cast<std::size_t>(rows_));
+      UploadRange(target_units_, data_.target_units, static_cast<std::size_t>(rows_), stream_);
     } else {
-      device::Upload(classes_, data_.classes, static_cast<std::size_t>(rows_));
+      UploadRange(classes_, data_.classes, static_cast<std::size_t>(rows_), stream_);
     }
     std::vector<double> lows;
     std::vector<std::size_t> low_begin;
@@ -70,16 +88,16 @@ class CudaBatchDevice final : public BatchDevice {
           (*data_.bin_lows)[static_cast<std::size_t>(feature)];
       lows.insert(lows.end(), feature_lows.begin(), feature_lows.end());
     }
-    device::Upload(bin_lows_, lows.data(), lows.size());
+    UploadRange(bin_lows_, lows.data(), lows.size(), stream_);
     std::vector<kernels::FeatureInfo> infos;
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
       const tree::FeatureBins& feature_bins = mapper.feature(feature);
       infos.push_back(kernels::FeatureInfo{feature_bins.num_bins, feature_bins.categorical ? 1 : 0,
                                            bin_lows_.data() + low_begin[feature]});
     }
-    device::Upload(infos_, infos.data(), infos.size());
+    UploadRange(infos_, infos.data(), infos.size(), stream_);
     if (!xlogx_.empty()) {
-      device::Upload(device_xlogx_, xlogx_.data(), xlogx_.size());
+      UploadRange(device_xlogx_, xlogx_.data(), xlogx_.size(), stream_);
       rules_.xlogx = device_xlogx_.data();
     }
     const auto cells = static_cast<std::size_t>(rows_) * static_cast<std::size_t>(slots_);
@@ -105,6 +123,13 @@ class CudaBatchDevice final : public BatchDevice {
     trees_view_.threshold_keys = threshold_keys_.data();
   }
 
+  ~CudaBatchDevice() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  CudaBatchDevice(const CudaBatchDevice&) = delete;
+  CudaBatchDevice& operator=(const CudaBatchDevice&) = delete;
+
   int slots() const override { return slots_; }
 
   std::vector<std::int64_t> StartTrees(std::uint64_t first_tree, int count) override {
@@ -115,12 +140,12 @@ class CudaBatchDevice final : public BatchDevice {
       threshold_keys.push_back(
           StreamKey(data_.seed, kernels::kThresholdStream ^ Mix64(tree_index)));
     }
-    UploadInto(order_keys_, order_keys);
-    UploadInto(threshold_keys_, threshold_keys);
+    UploadInto(order_keys_, order_keys, stream_);
+    UploadInto(threshold_keys_, threshold_keys, stream_);
     kernels::StartTrees(rows_view_, trees_view_, count, first_tree, data_.seed, data_.draws,
-                        slot_rows_.data());
+                        slot_rows_.data(), stream_);
     std::vector<long long> counts(static_cast<std::size_t>(count));
-    device::Download(counts.data(), slot_rows_, counts.size());
+    DownloadFrom(counts.data(), slot_rows_, counts.size(), stream_);
     return std::vector<std::int64_t>(counts.begin(), counts.end());
   }
 
@@ -144,7 +169,7 @@ class CudaBatchDevice final : public BatchDevice {
     const std::size_t part = std::max<std::size_t>(1, std::size_t(kCallBytes) / per_node);
     for (std::size_t first = 0; first < count; first += part) {
       const std::size_t size = std::min(part, count - first);
-      UploadRange(nodes_, nodes.data() + first, size);
+      UploadRange(nodes_, nodes.data() + first, size, stream_);
       Reserve(cuts_, size * positions);
       Reserve(cut_bits_, size * positions * words);
       Reserve(outcomes_, size);
@@ -152,33 +177,38 @@ class CudaBatchDevice final : public BatchDevice {
       Reserve(sums_, size * width);
       kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(size),
                              first_position, positions, cuts_.data(), cut_bits_.data(), words_,
-                             sums_.data(), outcomes_.data(), out_bits_.data());
-      device::Download(outcomes.data() + first, outcomes_, size);
+                             sums_.data(), outcomes_.data(), out_bits_.data(), stream_);
+      DownloadFrom(outcomes.data() + first, outcomes_, size, stream_);
       // Bin words belong to categorical cuts only: without categorical features they stay zero.
-      if (has_categorical_) device::Download(bits.data() + first * words, out_bits_, size * words);
-      if (first_position == 0) device::Download(sums.data() + first * width, sums_, size * width);
+      if (has_categorical_) {
+        DownloadFrom(bits.data() + first * words, out_bits_, size * words, stream_);
+      }
+      if (first_position == 0) {
+        DownloadFrom(sums.data() + first * width, sums_, size * width, stream_);
+      }
     }
   }
 
   std::vector<long long> Partition(const std::vector<kernels::BatchSplit>& splits,
                                    const std::vector<std::uint32_t>& bits) override {
-    UploadInto(split_bits_, bits);
+    UploadInto(split_bits_, bits, stream_);
     std::vector<long long> counts(splits.size());
     const std::size_t part =
         std::size_t(kCallBytes) / (sizeof(kernels::BatchSplit) + sizeof(long long));
     for (std::size_t first = 0; first < splits.size(); first += part) {
       const std::size_t size = std::min(part, splits.size() - first);
-      UploadRange(splits_, splits.data() + first, size);
+      UploadRange(splits_, splits.data() + first, size, stream_);
       Reserve(left_counts_, size);
       kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), static_cast<int>(size),
-                              split_bits_.data(), left_counts_.data());
-      device::Download(counts.data() + first, left_counts_, size);
+                              split_bits_.data(), left_counts_.data(), stream_);
+      DownloadFrom(counts.data() + first, left_counts_, size, stream_);
     }
     return counts;
   }
 
  private:
   BatchData data_;
+  kernels::Stream stream_ = nullptr;
   int slots_;
   std::int64_t rows_ = 0;
   int words_ = 0;

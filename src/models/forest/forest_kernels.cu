@@ -1,9 +1,11 @@
 // The batch forest grower's kernels (declared in forest_kernels.h). A node's feature is
 // evaluated by one block: its rows' bins and bootstrap counts accumulate into a histogram in
-// shared memory (whole numbers, so in any order), a block scan lists the bins holding rows, then
-// one thread runs the split search the CPU runs (forest_split.h) over those bins only (a deep
-// node's few rows use few of a feature's up to 1023 bins). Partitions are stable: a block scan
-// numbers each side's rows.
+// shared memory (whole numbers, so in any order) and the bins holding rows are listed (a deep
+// node's few rows use few of a feature's up to 1023 bins). Block scans turn their sums into
+// cumulative ones, from which each thread weighs its share of the cuts (forest_split.h's
+// CandidateCut, as the host batch device does) and a block reduction keeps the CPU's choice.
+// Extremely randomized trees draw their one cut in thread 0. Partitions are stable: a block
+// scan numbers each side's rows.
 #include <cub/block/block_scan.cuh>
 
 #include "device/cuda_check.h"
@@ -14,6 +16,8 @@ namespace {
 
 constexpr int kScanThreads = 512;
 constexpr int kEvalThreads = 256;
+// A small node's bins in use as bits: up to 2048 bins.
+constexpr int kBitmapWords = 64;
 
 __device__ int BinAt(const DeviceRows& data, std::int32_t row, int feature) {
   const std::size_t at = static_cast<std::size_t>(row) * data.stride + feature;
@@ -61,6 +65,30 @@ __global__ void __launch_bounds__(kScanThreads)
     __syncthreads();
   }
   if (threadIdx.x == 0) slot_rows[slot] = base;
+}
+
+// One warp lists the bins whose bits are set in `bitmap` (`words` words), ascending, into
+// `used_bins` and their number into `used`.
+__device__ void ListBitmap(const std::uint32_t* bitmap, int words, int* used_bins, int* used) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int base = 0;
+  for (int first = 0; first < words; first += 32) {
+    const int word = first + lane;
+    std::uint32_t bits = word < words ? bitmap[word] : 0u;
+    const int own = __popc(bits);
+    int through = own;  // bins in words up to this lane's
+    for (int shift = 1; shift < 32; shift <<= 1) {
+      const int below = __shfl_up_sync(0xffffffffu, through, shift);
+      if (lane >= shift) through += below;
+    }
+    int at = base + through - own;
+    while (bits != 0u) {
+      used_bins[at++] = word * 32 + __ffs(static_cast<int>(bits)) - 1;
+      bits &= bits - 1u;
+    }
+    base += __shfl_sync(0xffffffffu, through, 31);
+  }
+  if (lane == 0) *used = base;
 }
 
 // Turns the histogram cells of the `used` bins in use into cumulative sums over them (block
@@ -177,14 +205,38 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
     if (regression) lowest = highest = data.target_units[rows[node.begin]];
     used = 0;
   }
-  for (int at = threadIdx.x; at < data.max_bins * (count_width + 1); at += blockDim.x) {
-    counts[at] = 0;
-  }
-  if (regression) {
-    for (int at = threadIdx.x; at < data.max_bins; at += blockDim.x) values[at] = 0;
+  const long long count = node.end - node.begin;
+  // A node of at most a row per thread (most nodes of deep trees) clears only its own bins'
+  // cells and lists its bins from a bit per bin; a larger one clears the whole histogram and
+  // lists its bins by scanning them.
+  const int bitmap_words = (data.max_bins + 31) / 32;
+  const bool small = count <= kEvalThreads && bitmap_words <= kBitmapWords;
+  __shared__ std::uint32_t bitmap[kBitmapWords];
+  if (small) {
+    for (int word = threadIdx.x; word < bitmap_words; word += blockDim.x) bitmap[word] = 0;
+  } else {
+    for (int at = threadIdx.x; at < data.max_bins * (count_width + 1); at += blockDim.x) {
+      counts[at] = 0;
+    }
+    if (regression) {
+      for (int at = threadIdx.x; at < data.max_bins; at += blockDim.x) values[at] = 0;
+    }
   }
   __syncthreads();
   const int feature_index = feature;
+  const FeatureInfo info = data.features[feature_index];
+  if (small) {
+    if (threadIdx.x < count) {
+      const int bin = BinAt(data, rows[node.begin + threadIdx.x], feature_index);
+      for (int k = 0; k < count_width; ++k) counts[bin * count_width + k] = 0;
+      if (regression) values[bin] = 0;
+      bin_rows[bin] = 0;
+      atomicOr(&bitmap[bin / 32], 1u << (bin % 32));
+    }
+    // The serial search of extremely randomized trees reads the missing bin's rows.
+    if (threadIdx.x == 0) bin_rows[info.num_bins - 1] = 0;
+    __syncthreads();
+  }
   long long my_lowest = 0, my_highest = 0;  // regression: this thread's target range
   bool seen = false;
   for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
@@ -210,20 +262,23 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
     atomicMax(&highest, my_highest);
   }
   __syncthreads();
-  const FeatureInfo info = data.features[feature_index];
   // The bins holding rows, ascending.
-  for (int first = 0; first < info.num_bins; first += kEvalThreads) {
-    const int bin = first + static_cast<int>(threadIdx.x);
-    const int in_use = bin < info.num_bins && bin_rows[bin] != 0 ? 1 : 0;
-    int offset = 0, total = 0;
-    BinScan(bin_scan).ExclusiveSum(in_use, offset, total);
-    if (in_use) used_bins[used + offset] = bin;
-    __syncthreads();
-    if (threadIdx.x == 0) used += total;
-    __syncthreads();
+  if (small) {
+    if (threadIdx.x < 32) ListBitmap(bitmap, bitmap_words, used_bins, &used);
+  } else {
+    for (int first = 0; first < info.num_bins; first += kEvalThreads) {
+      const int bin = first + static_cast<int>(threadIdx.x);
+      const int in_use = bin < info.num_bins && bin_rows[bin] != 0 ? 1 : 0;
+      int offset = 0, total = 0;
+      BinScan(bin_scan).ExclusiveSum(in_use, offset, total);
+      if (in_use) used_bins[used + offset] = bin;
+      __syncthreads();
+      if (threadIdx.x == 0) used += total;
+      __syncthreads();
+    }
   }
+  __syncthreads();
   const Histogram histogram{counts, values, bin_rows};
-  const long long count = node.end - node.begin;
   // Every forest but extremely randomized trees weighs all cuts: from cumulative sums, a thread
   // per cut.
   const bool cumulative = !rules.extra_trees;
@@ -375,18 +430,18 @@ int GridFor(long long count, int threads) {
 }  // namespace
 
 void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
-                std::uint64_t first_tree, std::uint64_t seed, long long draws,
-                long long* slot_rows) {
+                std::uint64_t first_tree, std::uint64_t seed, long long draws, long long* slot_rows,
+                Stream stream) {
   const long long cells = data.rows * slots;
   if (draws > 0) {
-    FillWeights<<<GridFor(cells, 256), 256>>>(trees.weights, cells, 0u);
-    DrawBootstraps<<<GridFor(draws * slots, 256), 256>>>(trees.weights, data.rows, slots,
-                                                         first_tree, seed, draws);
+    FillWeights<<<GridFor(cells, 256), 256, 0, stream>>>(trees.weights, cells, 0u);
+    DrawBootstraps<<<GridFor(draws * slots, 256), 256, 0, stream>>>(trees.weights, data.rows, slots,
+                                                                    first_tree, seed, draws);
   } else {
-    FillWeights<<<GridFor(cells, 256), 256>>>(trees.weights, cells, 1u);
+    FillWeights<<<GridFor(cells, 256), 256, 0, stream>>>(trees.weights, cells, 1u);
   }
   TFG_CUDA_CHECK(cudaGetLastError());
-  CompactRows<<<slots, kScanThreads>>>(trees.weights, trees.order, data.rows, slot_rows);
+  CompactRows<<<slots, kScanThreads, 0, stream>>>(trees.weights, trees.order, data.rows, slot_rows);
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -401,7 +456,7 @@ std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regr
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
                    const BatchNode* nodes, int node_count, int first_position, int positions,
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
-                   NodeOutcome* outcomes, std::uint32_t* out_bits) {
+                   NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream) {
   if (node_count == 0) return;
   const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features,
                                                  rules.criterion == kCriterionSquaredError);
@@ -414,19 +469,20 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
                                       cudaFuncAttributePreferredSharedMemoryCarveout,
                                       static_cast<int>(cudaSharedmemCarveoutMaxShared)));
   const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
-  EvaluateFeature<<<grid, kEvalThreads, shared>>>(data, trees, rules, nodes, first_position,
-                                                  positions, cuts, cut_bits, words, sums);
+  EvaluateFeature<<<grid, kEvalThreads, shared, stream>>>(data, trees, rules, nodes, first_position,
+                                                          positions, cuts, cut_bits, words, sums);
   TFG_CUDA_CHECK(cudaGetLastError());
-  CombineNodeCuts<<<(node_count + 127) / 128, 128>>>(
+  CombineNodeCuts<<<(node_count + 127) / 128, 128, 0, stream>>>(
       cuts, cut_bits, words, node_count, positions, first_position > 0 ? 1 : 0,
       first_position + positions < rules.features ? 1 : 0, outcomes, out_bits);
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    int split_count, const std::uint32_t* bits, long long* left_counts) {
+                    int split_count, const std::uint32_t* bits, long long* left_counts,
+                    Stream stream) {
   if (split_count == 0) return;
-  PartitionSplit<<<split_count, kScanThreads>>>(data, trees, splits, bits, left_counts);
+  PartitionSplit<<<split_count, kScanThreads, 0, stream>>>(data, trees, splits, bits, left_counts);
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 

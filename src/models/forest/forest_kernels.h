@@ -8,7 +8,11 @@
 
 #include "models/forest/forest_split.h"
 
+struct CUstream_st;
+
 namespace tabforge::forest::kernels {
+
+using Stream = CUstream_st*;  // cudaStream_t: every launch goes on its device's stream
 
 // A node to evaluate: rows [begin, end) of its tree's slot of the row order.
 struct BatchNode {
@@ -67,8 +71,8 @@ struct DeviceTrees {
 // every row once when `draws` is 0) into the slots' weights and row orders (ascending distinct
 // rows); slot_rows[slot] receives their count.
 void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
-                std::uint64_t first_tree, std::uint64_t seed, long long draws,
-                long long* slot_rows);
+                std::uint64_t first_tree, std::uint64_t seed, long long draws, long long* slot_rows,
+                Stream stream);
 
 // Dynamic shared memory of a node-feature block: the histogram of `max_bins` bins (of `width`
 // classes, or of a weight and a target sum for regression) and the feature order's scratch of
@@ -82,10 +86,11 @@ std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regr
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
                    const BatchNode* nodes, int node_count, int first_position, int positions,
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
-                   NodeOutcome* outcomes, std::uint32_t* out_bits);
+                   NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream);
 
 // Partitions each split's rows (BatchSplit); left_counts[i] receives the rows sent left.
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    int split_count, const std::uint32_t* bits, long long* left_counts);
+                    int split_count, const std::uint32_t* bits, long long* left_counts,
+                    Stream stream);
 
 }  // namespace tabforge::forest::kernels

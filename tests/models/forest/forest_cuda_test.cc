@@ -37,19 +37,24 @@ TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
 
 // A forest fitted on the CPU and with device cuda: the same bytes, out-of-bag predictions and
 // test predictions.
+// The GPU's batches go two at a time (each on its own stream and host thread); under a time
+// limit (`limit`) the first, small one goes alone.
 void ExpectSameFit(const features::FeatureMatrix& train, const std::vector<double>& labels,
                    int classes, ForestParams params, const features::FeatureMatrix& test,
-                   const char* what) {
+                   const char* what, bool limit = false) {
   std::vector<double> cpu_oob, gpu_oob;
   const ForestModel cpu = ForestModel::Fit(train, labels, classes, params, 0, Deadline(), &cpu_oob);
   params.device = "cuda";
-  const ForestModel gpu = ForestModel::Fit(train, labels, classes, params, 0, Deadline(), &gpu_oob);
+  const ForestModel gpu = ForestModel::Fit(train, labels, classes, params, 0,
+                                           limit ? Deadline::In(600) : Deadline(), &gpu_oob);
   if (params.extra_trees) {
     // Extremely randomized trees stay on the CPU (their batches are tested above) and say so.
     EXPECT_EQ(gpu.report().device, "cpu") << what;
     EXPECT_NE(gpu.report().device_note.find("CPU"), std::string::npos) << what;
   } else {
     EXPECT_NE(gpu.report().device, "cpu") << what << ": " << gpu.report().device_note;
+    EXPECT_NE(gpu.report().device_note.find("on 2 host threads at once"), std::string::npos)
+        << what << ": " << gpu.report().device_note;
   }
   EXPECT_EQ(gpu.Serialize(), cpu.Serialize()) << what;
   EXPECT_EQ(gpu_oob, cpu_oob) << what;
@@ -66,6 +71,9 @@ TEST(ForestCuda, FittedModelIsTheCpuModel) {
     params.extra_trees = extra;
     ExpectSameFit(adult.train, adult.train_labels, 2, params, adult.test, extra ? "XT" : "RF");
   }
+  ForestParams limited;
+  limited.n_estimators = 21;  // a first batch of 8, then 7 and 6 at once
+  ExpectSameFit(adult.train, adult.train_labels, 2, limited, adult.test, "RF, time limit", true);
   // Regression (quantized targets).
   const parity::Synthetic train = MakeSynthetic(6000, true, 33);
   ForestParams params;
