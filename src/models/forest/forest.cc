@@ -181,25 +181,33 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     batch.seed = params.seed;
     batch.draws = params.bootstrap ? draws : 0;
     batch.lookahead = params.gpu_lookahead;
+    // Two devices, each on its own stream, let two host threads grow batches at once, so one
+    // batch's host replay runs while the other's kernels do. Each takes at most half the memory
+    // cap (of the free memory it finds), so together they stay within it; when half does not
+    // hold the data, one device takes the whole cap.
+    std::vector<std::unique_ptr<BatchDevice>> devices;
     std::string why, device_name;
-    std::unique_ptr<BatchDevice> device;
-    device = MakeCudaBatchDevice(batch, params.gpu_device_id, params.gpu_memory_fraction, why,
-                                 device_name);
-    if (device == nullptr) {
+    if (wanted > 1) {
+      const double half = params.gpu_memory_fraction / 2;
+      for (int at = 0; at < 2; ++at) {
+        std::string half_why, half_name;
+        std::unique_ptr<BatchDevice> device =
+            MakeCudaBatchDevice(batch, params.gpu_device_id, half, half_why, half_name);
+        if (device == nullptr) break;
+        device_name = half_name;
+        devices.push_back(std::move(device));
+      }
+    }
+    if (devices.empty()) {
+      std::unique_ptr<BatchDevice> device = MakeCudaBatchDevice(
+          batch, params.gpu_device_id, params.gpu_memory_fraction, why, device_name);
+      if (device != nullptr) devices.push_back(std::move(device));
+    }
+    if (devices.empty()) {
       model.report_.device_note = "CUDA not used: " + why + "; the trees grew on the CPU";
     } else {
       on_device = true;
       model.report_.device = device_name;
-      // A second device on its own stream: two host threads grow batches at once, so one
-      // batch's host replay runs while the other's kernels do (without room for it, one).
-      std::vector<std::unique_ptr<BatchDevice>> devices;
-      devices.push_back(std::move(device));
-      if (wanted > 1) {
-        std::string second_why, second_name;
-        std::unique_ptr<BatchDevice> second = MakeCudaBatchDevice(
-            batch, params.gpu_device_id, params.gpu_memory_fraction, second_why, second_name);
-        if (second != nullptr) devices.push_back(std::move(second));
-      }
       // Under a time limit the first batch is small and grown alone, so that a model exists
       // early; a later batch still growing at the deadline is dropped. The others are of equal
       // size, as many as the devices take in whole waves.
