@@ -184,19 +184,26 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     // Two devices, each on its own stream, let two host threads grow batches at once, so one
     // batch's host replay runs while the other's kernels do. Each takes at most half the memory
     // cap (of the free memory it finds), so together they stay within it; when half does not
-    // hold the data, one device takes the whole cap.
+    // hold the data for both, one device takes the whole cap. Under a time limit the first 8
+    // trees grow alone, so two devices are worth it from 9 trees.
+    const bool limited = deadline.SecondsLeft() < 1e299;
     std::vector<std::unique_ptr<BatchDevice>> devices;
     std::string why, device_name;
-    if (wanted > 1) {
+    if (wanted > (limited ? 8 : 1)) {
       const double half = params.gpu_memory_fraction / 2;
-      for (int at = 0; at < 2; ++at) {
-        std::string half_why, half_name;
-        std::unique_ptr<BatchDevice> device =
-            MakeCudaBatchDevice(batch, params.gpu_device_id, half, half_why, half_name);
-        if (device == nullptr) break;
-        device_name = half_name;
-        devices.push_back(std::move(device));
+      try {
+        for (int at = 0; at < 2; ++at) {
+          std::string half_why, half_name;
+          std::unique_ptr<BatchDevice> device =
+              MakeCudaBatchDevice(batch, params.gpu_device_id, half, half_why, half_name);
+          if (device == nullptr) break;
+          device_name = half_name;
+          devices.push_back(std::move(device));
+        }
+      } catch (const std::exception&) {
+        // A CUDA error here (out of memory, most likely) leaves the single device to try.
       }
+      if (devices.size() < 2) devices.clear();
     }
     if (devices.empty()) {
       std::unique_ptr<BatchDevice> device = MakeCudaBatchDevice(
@@ -211,7 +218,6 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       // Under a time limit the first batch is small and grown alone, so that a model exists
       // early; a later batch still growing at the deadline is dropped. The others are of equal
       // size, as many as the devices take in whole waves.
-      const bool limited = deadline.SecondsLeft() < 1e299;
       std::vector<std::pair<int, int>> batches;  // (first tree, trees)
       int first = 0;
       if (limited) {

@@ -28,8 +28,8 @@ void Reserve(DeviceArray<T>& array, std::size_t count) {
   if (array.size() < count) array.Resize(std::max(count, array.size() + array.size() / 2));
 }
 
-// Copies `count` elements to `target` (grown to hold them) on `stream`; the source may be
-// reused at once.
+// Copies `count` elements to `target` (grown to hold them) on `stream`; the source must live
+// until the stream is next synchronised (every call of the device below ends with that).
 template <typename T>
 void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count,
                  kernels::Stream stream) {
@@ -56,12 +56,32 @@ void DownloadFrom(T* target, const DeviceArray<T>& source, std::size_t count,
   TFG_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+// A stream of its own, not ordered with other work on the GPU (batches grown by several host
+// threads at once share the device), destroyed once its work is done.
+class OwnStream {
+ public:
+  OwnStream() { TFG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~OwnStream() {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  OwnStream(const OwnStream&) = delete;
+  OwnStream& operator=(const OwnStream&) = delete;
+  kernels::Stream get() const { return stream_; }
+
+ private:
+  kernels::Stream stream_ = nullptr;
+};
+
 class CudaBatchDevice final : public BatchDevice {
  public:
-  CudaBatchDevice(const BatchData& data, int slots) : data_(data), slots_(slots) {
-    // A stream of its own, not ordered with other work on the GPU: batches grown by several
-    // host threads at once share the device.
-    TFG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // `ordinal`: the GPU, made current on the calling thread by every call (the CUDA current
+  // device is per host thread, and batches are grown from several).
+  CudaBatchDevice(const BatchData& data, int slots, int ordinal)
+      : data_(data), ordinal_(ordinal), slots_(slots) {
+    TFG_CUDA_CHECK(cudaSetDevice(ordinal_));
+    own_stream_ = std::make_unique<OwnStream>();
+    stream_ = own_stream_->get();
     rules_ = MakeSplitRules(data_, xlogx_);
     const tree::BinMatrix& bins = *data_.bins;
     const tree::BinMapper& mapper = *data_.mapper;
@@ -121,18 +141,17 @@ class CudaBatchDevice final : public BatchDevice {
     trees_view_.spare = spare_.data();
     trees_view_.order_keys = order_keys_.data();
     trees_view_.threshold_keys = threshold_keys_.data();
+    // The uploads read host vectors freed on return.
+    TFG_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  ~CudaBatchDevice() override {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
   CudaBatchDevice(const CudaBatchDevice&) = delete;
   CudaBatchDevice& operator=(const CudaBatchDevice&) = delete;
 
   int slots() const override { return slots_; }
 
   std::vector<std::int64_t> StartTrees(std::uint64_t first_tree, int count) override {
+    TFG_CUDA_CHECK(cudaSetDevice(ordinal_));
     std::vector<std::uint64_t> order_keys, threshold_keys;
     for (int slot = 0; slot < count; ++slot) {
       const std::uint64_t tree_index = first_tree + std::uint64_t(slot);
@@ -152,6 +171,7 @@ class CudaBatchDevice final : public BatchDevice {
   void Evaluate(const std::vector<kernels::BatchNode>& nodes, int first_position, int positions,
                 std::vector<kernels::NodeOutcome>& outcomes, std::vector<double>& sums,
                 std::vector<std::uint32_t>& bits) override {
+    TFG_CUDA_CHECK(cudaSetDevice(ordinal_));
     const std::size_t count = nodes.size();
     const std::size_t width = static_cast<std::size_t>(rules_.width);
     const std::size_t words = static_cast<std::size_t>(words_);
@@ -191,6 +211,7 @@ class CudaBatchDevice final : public BatchDevice {
 
   std::vector<long long> Partition(const std::vector<kernels::BatchSplit>& splits,
                                    const std::vector<std::uint32_t>& bits) override {
+    TFG_CUDA_CHECK(cudaSetDevice(ordinal_));
     UploadInto(split_bits_, bits, stream_);
     std::vector<long long> counts(splits.size());
     const std::size_t part =
@@ -208,6 +229,9 @@ class CudaBatchDevice final : public BatchDevice {
 
  private:
   BatchData data_;
+  int ordinal_;
+  // Declared before the device arrays, so destroyed after them.
+  std::unique_ptr<OwnStream> own_stream_;
   kernels::Stream stream_ = nullptr;
   int slots_;
   std::int64_t rows_ = 0;
@@ -259,10 +283,11 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
   const bool regression = data.spec.criterion == Criterion::kSquaredError;
   const int width = regression ? 2 : data.spec.num_classes;
   const int max_bins = data.mapper->MaxBins();
-  // The dynamic part and the block's own (the feature and the regression target range, 64
-  // bytes with room for padding).
+  // The dynamic part and the kernel's own (scan storage, the node's sums, scratch).
+  TFG_CUDA_CHECK(cudaSetDevice(info.ordinal));
   const std::size_t shared =
-      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features(), regression) + 64;
+      kernels::EvaluateSharedBytes(max_bins, width, data.mapper->num_features(), regression) +
+      kernels::EvaluateStaticSharedBytes();
   int shared_limit = 0;
   TFG_CUDA_CHECK(
       cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.ordinal));
@@ -289,7 +314,12 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
   const int slots = static_cast<int>(
       std::min<std::int64_t>(fits, max_slots > 0 ? std::min(max_slots, kMaxSlots) : kMaxSlots));
   device_name = info.name;
-  return std::make_unique<CudaBatchDevice>(data, slots);
+  try {
+    return std::make_unique<CudaBatchDevice>(data, slots, info.ordinal);
+  } catch (...) {
+    cudaGetLastError();  // a failed allocation's error is not left for the next launch's check
+    throw;
+  }
 }
 
 }  // namespace tabforge::forest

@@ -453,6 +453,12 @@ std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regr
   return histogram + (static_cast<std::size_t>(features) + cells) * sizeof(int);
 }
 
+std::size_t EvaluateStaticSharedBytes() {
+  cudaFuncAttributes attributes{};
+  TFG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, EvaluateFeature));
+  return attributes.sharedSizeBytes;
+}
+
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
                    const BatchNode* nodes, int node_count, int first_position, int positions,
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,

@@ -79,6 +79,10 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
 // `features` entries.
 std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regression);
 
+// The node-feature block's static shared memory (on the current device), which the dynamic
+// part shares a block's limit with.
+std::size_t EvaluateStaticSharedBytes();
+
 // For each node and each position [first_position, first_position + positions) of its feature
 // order: the feature's histogram and best cut into cuts[node * positions + at] (and the cut's
 // bin words into cut_bits); the position-0 pass writes the node's class sums (sums[node * width
