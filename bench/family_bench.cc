@@ -9,6 +9,8 @@
 // fit and predict seconds (--predict-repeats N: the test rows are predicted N times;
 // predict_seconds is the first, which pays one-off set-up such as a GPU's context and library
 // handles, predict_best_seconds the fastest), iterations, device, peak RSS, model size and SHA-256.
+// --predictions FILE writes the test rows' predictions (a line per row, its outputs
+// comma-separated, with the label), for comparisons row by row with a peer's.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -18,6 +20,7 @@
 
 #include "bench_problem.h"
 #include "core/error.h"
+#include "core/serialize.h"
 #include "core/sha256.h"
 #include "core/timer.h"
 #include "metrics/metric.h"
@@ -73,6 +76,20 @@ int main(int argc, char** argv) {
       TFG_CHECK(model->Predict(problem.test, threads) == predictions,
                 "a repeated prediction of the test rows differs from the first");
       predict_best_seconds = std::min(predict_best_seconds, again.Seconds());
+    }
+    if (const std::string path = ArgValue(argc, argv, "--predictions", ""); !path.empty()) {
+      const std::size_t outputs = static_cast<std::size_t>(task.outputs());
+      std::string text;
+      for (std::size_t k = 0; k < outputs; ++k)
+        fmt::format_to(std::back_inserter(text), "output_{},", k);
+      text += "label\n";
+      for (std::int64_t row = 0; row < problem.test.num_rows; ++row) {
+        for (std::size_t k = 0; k < outputs; ++k) {
+          fmt::format_to(std::back_inserter(text), "{},", predictions[row * outputs + k]);
+        }
+        fmt::format_to(std::back_inserter(text), "{}\n", problem.test_labels[row]);
+      }
+      WriteFileAtomically(path, text);
     }
     const std::string model_bytes = model->Serialize();
     const metrics::Predictions scored{predictions, task.outputs()};
