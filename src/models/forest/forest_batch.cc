@@ -668,9 +668,9 @@ class HostBatchDevice final : public BatchDevice {
           SearchCumulative(info, feature, histogram, used_bins, count, parent.data(), parent_score,
                            cuts[position]);
         } else {
-          kernels::BestFeatureCut(rules_, info, feature, histogram, used_bins.data(), used, count,
-                                  parent.data(), parent_score, threshold_keys_[node.slot], node.key,
-                                  cuts[position]);
+          kernels::ExtraTreesCut(rules_, info, feature, histogram, used_bins.data(), used, count,
+                                 parent.data(), parent_score, threshold_keys_[node.slot], node.key,
+                                 cuts[position]);
         }
         cut_bits[position].assign(static_cast<std::size_t>(words), 0u);
         if (cuts[position].categorical && cuts[position].improvement > kernels::kNoCut) {

@@ -341,8 +341,8 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
     }
   } else {
     if (threadIdx.x != 0) return;
-    BestFeatureCut(rules, info, feature_index, histogram, used_bins, used, count, parent,
-                   parent_score, trees.threshold_keys[node.slot], node.key, best);
+    ExtraTreesCut(rules, info, feature_index, histogram, used_bins, used, count, parent,
+                  parent_score, trees.threshold_keys[node.slot], node.key, best);
   }
   if (best.categorical && best.improvement > kNoCut) {
     for (int at = 0; at < used && used_bins[at] <= best.cut_bin; ++at) {

@@ -194,7 +194,7 @@ TFG_HOST_DEVICE inline bool MissingGoLeft(std::uint64_t threshold_key, std::uint
   return KeyedBelow(threshold_key, ~counter, 2) != 0;
 }
 
-// BestFeatureCut's result before any cut: no improvement.
+// A feature's cut before any is weighed: no improvement.
 TFG_HOST_DEVICE inline void StartFeatureCut(const FeatureInfo& info, int feature,
                                             FeatureCut& best) {
   best.improvement = kNoCut;
@@ -204,112 +204,6 @@ TFG_HOST_DEVICE inline void StartFeatureCut(const FeatureInfo& info, int feature
   best.threshold_bin = 0;
   best.cut_bin = 0;
   best.left_rows = 0;
-}
-
-// The best cut of `feature` on a node of `count` distinct rows from its histogram: counts[bin *
-// width + k] the weighted rows of class k, rows[bin] the distinct rows; `used_bins` lists the
-// `used` bins holding rows, ascending (the search visits only those). Extremely randomized trees
-// draw their one cut from `threshold_key` as the CPU grower does. Returns whether the feature
-// varies in the node.
-TFG_HOST_DEVICE inline bool BestFeatureCut(const SplitRules& rules, const FeatureInfo& info,
-                                           int feature, const Histogram& histogram,
-                                           const int* used_bins, int used, long long count,
-                                           const double* parent, double parent_score,
-                                           std::uint64_t threshold_key, std::uint64_t node_key,
-                                           FeatureCut& best) {
-  const int width = rules.width;
-  const int num_bins = info.num_bins;
-  const int missing_bin = num_bins - 1;
-  const std::uint32_t* rows = histogram.rows;
-  const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
-  double left[kMaxBatchClasses];
-  StartFeatureCut(info, feature, best);
-  if (rules.extra_trees && !info.categorical) {
-    // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
-    const long long missing_rows = rows[missing_bin];
-    const int value_used = missing_rows > 0 ? used - 1 : used;  // the missing bin comes last
-    // One value with missing ones is not constant here (scikit-learn's RandomSplitter).
-    if (value_used <= 0) return false;
-    const int low_bin = used_bins[0];
-    const int high_bin = used_bins[value_used - 1];
-    if (low_bin == high_bin && missing_rows == 0) return false;
-    int threshold = high_bin;
-    if (low_bin < high_bin) {
-      const double low = info.bin_lows[low_bin];
-      const double high = info.bin_lows[high_bin];
-      const double drawn = low + (high - low) * KeyedUniform(threshold_key, counter);
-      threshold = DrawnCutBin(info.bin_lows, low_bin, high_bin, drawn);
-    }
-    long long left_rows = 0;
-    for (int k = 0; k < width; ++k) left[k] = 0;
-    for (int at = 0; at < value_used && used_bins[at] <= threshold; ++at) {
-      left_rows += rows[used_bins[at]];
-      AddBin(rules, histogram, used_bins[at], left);
-    }
-    // Missing values go to a side drawn at random; without any, rows missing at prediction
-    // follow the larger side (scikit-learn's rules).
-    int missing_left = 0;
-    if (missing_rows > 0) {
-      missing_left = MissingGoLeft(threshold_key, counter) ? 1 : 0;
-      if (missing_left) {
-        AddBin(rules, histogram, missing_bin, left);
-        left_rows += missing_rows;
-      }
-    } else {
-      missing_left = left_rows > count - left_rows ? 1 : 0;
-    }
-    if (left_rows >= rules.min_samples_leaf && count - left_rows >= rules.min_samples_leaf &&
-        KeepCut(rules, left, left_rows, parent, parent_score, best)) {
-      best.threshold_bin = threshold;
-      best.default_left = missing_left;
-    }
-    return true;
-  }
-  // TryFeature: every cut between the node's bins in order; a numeric feature's missing bin
-  // is set aside and joins whichever side gains more.
-  int values = 0;
-  if (used < 2) return false;
-  const bool has_missing = !info.categorical && rows[missing_bin] != 0;
-  values = has_missing ? used - 1 : used;
-  const int last = has_missing ? values - 1 : values - 2;
-  int only_cut = -1;
-  if (rules.extra_trees) {
-    only_cut = static_cast<int>(KeyedBelow(threshold_key, counter, std::uint64_t(last) + 1));
-  }
-  for (int missing_left = 0; missing_left < (has_missing ? 2 : 1); ++missing_left) {
-    for (int k = 0; k < width; ++k) left[k] = 0;
-    long long left_rows = 0;
-    if (missing_left) {
-      AddBin(rules, histogram, missing_bin, left);
-      left_rows = rows[missing_bin];
-    }
-    int bin = -1;  // used_bins[cut]
-    for (int cut = 0; cut <= last; ++cut) {
-      if (cut < values) {
-        bin = used_bins[cut];
-        AddBin(rules, histogram, bin, left);
-        left_rows += rows[bin];
-      }
-      if (cut == values - 1 && missing_left) break;
-      if (only_cut >= 0 && cut != only_cut) continue;
-      if (left_rows < rules.min_samples_leaf) continue;
-      if (count - left_rows < rules.min_samples_leaf) break;
-      if (KeepCut(rules, left, left_rows, parent, parent_score, best)) {
-        best.default_left = missing_left;
-        best.cut_bin = bin;
-        if (info.categorical) {
-          best.threshold_bin = 0;
-        } else if (cut + 1 < values) {
-          const int next = used_bins[cut + 1];  // the next bin holding values
-          const int midway = (bin + next - 1) / 2;
-          best.threshold_bin = midway > bin ? midway : bin;
-        } else {
-          best.threshold_bin = bin;
-        }
-      }
-    }
-  }
-  return true;
 }
 
 // The split search from cumulative sums, which the kernels run with a thread per cut (the CPU's
@@ -418,6 +312,83 @@ TFG_HOST_DEVICE inline void SetCandidateCut(const FeatureInfo& info, const int* 
   } else {
     best.threshold_bin = bin;
   }
+}
+
+// Extremely randomized trees: the one cut of `feature` drawn from `threshold_key` as the CPU
+// grower draws it, on a node of `count` distinct rows from its histogram (counts[bin * width +
+// k] the weighted rows of class k, rows[bin] the distinct rows); `used_bins` lists the `used`
+// bins holding rows, ascending. Returns whether the feature varies in the node. (The other
+// forests weigh every cut: CandidateCut.)
+TFG_HOST_DEVICE inline bool ExtraTreesCut(const SplitRules& rules, const FeatureInfo& info,
+                                          int feature, const Histogram& histogram,
+                                          const int* used_bins, int used, long long count,
+                                          const double* parent, double parent_score,
+                                          std::uint64_t threshold_key, std::uint64_t node_key,
+                                          FeatureCut& best) {
+  const int width = rules.width;
+  const int num_bins = info.num_bins;
+  const int missing_bin = num_bins - 1;
+  const std::uint32_t* rows = histogram.rows;
+  const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
+  double left[kMaxBatchClasses];
+  StartFeatureCut(info, feature, best);
+  if (!info.categorical) {
+    // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
+    const long long missing_rows = rows[missing_bin];
+    const int value_used = missing_rows > 0 ? used - 1 : used;  // the missing bin comes last
+    // One value with missing ones is not constant here (scikit-learn's RandomSplitter).
+    if (value_used <= 0) return false;
+    const int low_bin = used_bins[0];
+    const int high_bin = used_bins[value_used - 1];
+    if (low_bin == high_bin && missing_rows == 0) return false;
+    int threshold = high_bin;
+    if (low_bin < high_bin) {
+      const double low = info.bin_lows[low_bin];
+      const double high = info.bin_lows[high_bin];
+      const double drawn = low + (high - low) * KeyedUniform(threshold_key, counter);
+      threshold = DrawnCutBin(info.bin_lows, low_bin, high_bin, drawn);
+    }
+    long long left_rows = 0;
+    for (int k = 0; k < width; ++k) left[k] = 0;
+    for (int at = 0; at < value_used && used_bins[at] <= threshold; ++at) {
+      left_rows += rows[used_bins[at]];
+      AddBin(rules, histogram, used_bins[at], left);
+    }
+    // Missing values go to a side drawn at random; without any, rows missing at prediction
+    // follow the larger side (scikit-learn's rules).
+    int missing_left = 0;
+    if (missing_rows > 0) {
+      missing_left = MissingGoLeft(threshold_key, counter) ? 1 : 0;
+      if (missing_left) {
+        AddBin(rules, histogram, missing_bin, left);
+        left_rows += missing_rows;
+      }
+    } else {
+      missing_left = left_rows > count - left_rows ? 1 : 0;
+    }
+    if (left_rows >= rules.min_samples_leaf && count - left_rows >= rules.min_samples_leaf &&
+        KeepCut(rules, left, left_rows, parent, parent_score, best)) {
+      best.threshold_bin = threshold;
+      best.default_left = missing_left;
+    }
+    return true;
+  }
+  // A categorical feature: one of TryFeature's cuts between its categories in bin order, drawn.
+  if (used < 2) return false;
+  const CutPlan plan = PlanCuts(info, used_bins, used);
+  const auto cut =
+      static_cast<int>(KeyedBelow(threshold_key, counter, std::uint64_t(plan.last) + 1));
+  for (int k = 0; k < width; ++k) left[k] = 0;
+  long long left_rows = 0;
+  for (int at = 0; at <= cut; ++at) {
+    AddBin(rules, histogram, used_bins[at], left);
+    left_rows += rows[used_bins[at]];
+  }
+  if (left_rows >= rules.min_samples_leaf && count - left_rows >= rules.min_samples_leaf &&
+      KeepCut(rules, left, left_rows, parent, parent_score, best)) {
+    SetCandidateCut(info, used_bins, plan, cut, best.improvement, left_rows, best);
+  }
+  return true;
 }
 
 // A node's outcome from its features' cuts.
