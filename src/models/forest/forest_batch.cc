@@ -353,32 +353,10 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       time.nodes += static_cast<long long>(more_nodes.size());
       keep_outcomes(more_ids, false);
     }
-    for_each_slot(eval_ids, [&](int slot, std::size_t first, std::size_t last) {
-      TreeState& state = states[slot];
-      for (std::size_t at = first; at < last; ++at) {
-        const int index = eval_ids[at].second;
-        NodeRecord& node = state.nodes[index];
-        if (index == 0) {
-          // The root's total weight: its weight sum (regression) or its class sums.
-          if (regression) {
-            state.root_weight = state.sums[0];
-          } else {
-            for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
-          }
-        }
-        if (node.status == kernels::kNodeSplit) {
-          // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
-          double decrease = node.cut.improvement / state.root_weight;
-          if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
-          if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
-            node.status = kernels::kNodeNoSplit;
-          }
-        }
-      }
-    });
     time.evaluate_seconds += watch.Seconds();
     watch = Stopwatch();
-    // Replay each tree; the nodes it wants split go to the device, their children are
+    // Each tree takes min_impurity_decrease to the nodes just evaluated and is replayed (one
+    // pass over the trees); the nodes it wants split go to the device, their children are
     // evaluated next. The nodes just found splittable go too, ahead of the replay, so that the
     // device grows the trees level by level (a round per level, not per split along the CPU's
     // order): without a leaf limit the CPU splits every such node.
@@ -387,6 +365,26 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         evaluated, [&](int slot, std::size_t first_evaluated, std::size_t next_evaluated) {
           TreeState& state = states[slot];
           SlotRound& round = rounds[slot];
+          for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
+            const int index = evaluated[at].second;
+            NodeRecord& node = state.nodes[index];
+            if (index == 0) {
+              // The root's total weight: its weight sum (regression) or its class sums.
+              if (regression) {
+                state.root_weight = state.sums[0];
+              } else {
+                for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
+              }
+            }
+            if (node.status == kernels::kNodeSplit) {
+              // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
+              double decrease = node.cut.improvement / state.root_weight;
+              if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
+              if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
+                node.status = kernels::kNodeNoSplit;
+              }
+            }
+          }
           round.splits.clear();
           round.split_bits.clear();
           round.eval_ids.clear();
