@@ -91,45 +91,105 @@ __device__ void ListBitmap(const std::uint32_t* bitmap, int words, int* used_bin
   if (lane == 0) *used = base;
 }
 
-// Turns the histogram cells of the `used` bins in use into cumulative sums over them (block
-// scans, channel by channel: each class's or the weight's count, the target units, the rows).
+// A histogram channel's cell of bin `bin`: a class's or the weight's count (channel <
+// count_width), the target units (regression), or the distinct rows (the last).
+__device__ long long ChannelCell(const std::uint32_t* counts, const long long* values,
+                                 const std::uint32_t* bin_rows, int channel, int bin,
+                                 int count_width, bool regression) {
+  if (channel < count_width) return counts[bin * count_width + channel];
+  if (channel == count_width && regression) return values[bin];
+  return bin_rows[bin];
+}
+
+__device__ void SetChannelCell(std::uint32_t* counts, long long* values, std::uint32_t* bin_rows,
+                               int channel, int bin, int count_width, bool regression,
+                               long long sum) {
+  if (channel < count_width) {
+    counts[bin * count_width + channel] = static_cast<std::uint32_t>(sum);
+  } else if (channel == count_width && regression) {
+    values[bin] = sum;
+  } else {
+    bin_rows[bin] = static_cast<std::uint32_t>(sum);
+  }
+}
+
+// Turns the histogram cells of the `used` bins in use into cumulative sums over them, channel
+// by channel. Every sum is whole, so any order of adding gives the same cells. At most 32 bins
+// (most nodes of deep trees): warp 0's shuffles, no block barrier but the last. At most a bin per
+// thread: one block scan per channel. More: block scans carried from chunk to chunk.
 __device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32_t* bin_rows,
                            const int* used_bins, int used, int count_width, bool regression) {
   using CellScan = cub::BlockScan<long long, kEvalThreads>;
   __shared__ typename CellScan::TempStorage scan;
   __shared__ long long carry;
   const int channels = count_width + (regression ? 1 : 0) + 1;
+  if (used <= 32) {
+    if (threadIdx.x < 32) {
+      const int lane = static_cast<int>(threadIdx.x);
+      const bool in_use = lane < used;
+      const int bin = in_use ? used_bins[lane] : 0;
+      for (int channel = 0; channel < channels; ++channel) {
+        long long sum =
+            in_use ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
+                   : 0;
+        for (int shift = 1; shift < 32; shift <<= 1) {
+          const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
+          if (lane >= shift) sum += below;
+        }
+        if (in_use)
+          SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression, sum);
+      }
+    }
+    __syncthreads();
+    return;
+  }
+  if (used <= kEvalThreads) {
+    const int at = static_cast<int>(threadIdx.x);
+    const int bin = at < used ? used_bins[at] : 0;
+    for (int channel = 0; channel < channels; ++channel) {
+      const long long value =
+          at < used ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
+                    : 0;
+      long long sum = 0;
+      CellScan(scan).InclusiveSum(value, sum);
+      if (at < used)
+        SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression, sum);
+      __syncthreads();  // before the scan's storage is used again
+    }
+    return;
+  }
   for (int channel = 0; channel < channels; ++channel) {
     if (threadIdx.x == 0) carry = 0;
     __syncthreads();
     for (int first = 0; first < used; first += kEvalThreads) {
       const int at = first + static_cast<int>(threadIdx.x);
       const int bin = at < used ? used_bins[at] : 0;
-      long long value = 0;
-      if (at < used) {
-        if (channel < count_width) {
-          value = counts[bin * count_width + channel];
-        } else if (channel == count_width && regression) {
-          value = values[bin];
-        } else {
-          value = bin_rows[bin];
-        }
-      }
+      const long long value =
+          at < used ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
+                    : 0;
       long long sum = 0, total = 0;
       CellScan(scan).InclusiveSum(value, sum, total);
       if (at < used) {
-        sum += carry;
-        if (channel < count_width) {
-          counts[bin * count_width + channel] = static_cast<std::uint32_t>(sum);
-        } else if (channel == count_width && regression) {
-          values[bin] = sum;
-        } else {
-          bin_rows[bin] = static_cast<std::uint32_t>(sum);
-        }
+        SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression,
+                       sum + carry);
       }
       __syncthreads();
       if (threadIdx.x == 0) carry += total;
       __syncthreads();
+    }
+  }
+}
+
+// The warp's first best cut (see FirstBest); lane 0 receives it.
+__device__ void WarpFirstBest(double& improvement, int& candidate, long long& left_rows) {
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    const double other = __shfl_down_sync(0xffffffffu, improvement, shift);
+    const int other_at = __shfl_down_sync(0xffffffffu, candidate, shift);
+    const long long other_rows = __shfl_down_sync(0xffffffffu, left_rows, shift);
+    if (other > improvement || (other == improvement && other_at < candidate)) {
+      improvement = other;
+      candidate = other_at;
+      left_rows = other_rows;
     }
   }
 }
@@ -144,16 +204,7 @@ __device__ void FirstBest(double& improvement, int& candidate, long long& left_r
   const auto better = [](double a, int a_at, double b, int b_at) {
     return a > b || (a == b && a_at < b_at);
   };
-  for (int shift = 16; shift > 0; shift >>= 1) {
-    const double other = __shfl_down_sync(0xffffffffu, improvement, shift);
-    const int other_at = __shfl_down_sync(0xffffffffu, candidate, shift);
-    const long long other_rows = __shfl_down_sync(0xffffffffu, left_rows, shift);
-    if (better(other, other_at, improvement, candidate)) {
-      improvement = other;
-      candidate = other_at;
-      left_rows = other_rows;
-    }
-  }
+  WarpFirstBest(improvement, candidate, left_rows);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if (threadIdx.x % 32 == 0) {
     warp_improvement[warp] = improvement;
@@ -304,9 +355,9 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
       for (int k = 0; k < width; ++k)
         sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
     }
-    for (int word = 0; word < words; ++word) bits[word] = 0;
     parent_score = SplitScore(rules, parent);
   }
+  for (int word = threadIdx.x; word < words; word += blockDim.x) bits[word] = 0;
   __syncthreads();
   FeatureCut best;
   StartFeatureCut(info, feature_index, best);
@@ -320,6 +371,9 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
   }
   if (cumulative) {
     const CutPlan plan = PlanCuts(info, used_bins, used);
+    // At most 32 cuts (most nodes of deep trees): warp 0 weighs them and the others are done.
+    const bool one_warp = plan.candidates <= 32;
+    if (one_warp && threadIdx.x >= 32) return;
     double my_improvement = kNoCut;
     int my_candidate = plan.candidates;  // none
     long long my_left_rows = 0;
@@ -334,7 +388,11 @@ __global__ void __launch_bounds__(kEvalThreads, 6)
         my_left_rows = left_rows;
       }
     }
-    FirstBest(my_improvement, my_candidate, my_left_rows);
+    if (one_warp) {
+      WarpFirstBest(my_improvement, my_candidate, my_left_rows);
+    } else {
+      FirstBest(my_improvement, my_candidate, my_left_rows);
+    }
     if (threadIdx.x != 0) return;
     if (my_improvement > kNoCut) {
       SetCandidateCut(info, used_bins, plan, my_candidate, my_improvement, my_left_rows, best);
