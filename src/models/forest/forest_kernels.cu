@@ -16,6 +16,13 @@ namespace {
 
 constexpr int kScanThreads = 512;
 constexpr int kEvalThreads = 256;
+// The split search's blocks an SM must be able to hold (the registers are budgeted for them): 6
+// (1,536 threads) from Ampere on, 4 on Turing, whose SMs hold 1,024 threads.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kEvalBlocksPerSm = 4;
+#else
+constexpr int kEvalBlocksPerSm = 6;
+#endif
 // A small node's bins in use as bits: up to 2048 bins.
 constexpr int kBitmapWords = 64;
 
@@ -224,7 +231,7 @@ __device__ void FirstBest(double& improvement, int& candidate, long long& left_r
 
 // Block (node, position): the histogram of the feature at that position and its best cut. A
 // node that may not be split is marked by left_rows -1 in its position-0 cut.
-__global__ void __launch_bounds__(kEvalThreads, 6)
+__global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
     EvaluateFeature(DeviceRows data, DeviceTrees trees, SplitRules rules, const BatchNode* nodes,
                     int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
                     int words, double* sums) {
