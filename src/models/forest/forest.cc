@@ -220,12 +220,18 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     } else {
       on_device = true;
       model.report_.device = device_name;
-      // Under a time limit the first batch is small and grown alone, so that a model exists
-      // early; a later batch still growing at the deadline is dropped. The others are of equal
-      // size, as many as the devices take in whole waves.
+      // A later batch still growing at the deadline is dropped. The batches after the first
+      // small one are of equal size, as many as the devices take in whole waves.
       std::vector<std::pair<int, int>> batches;  // (first tree, trees)
       int first = 0;
-      if (limited) {
+      // A first batch of up to 8 trees grows alone when under a time limit, so that a model
+      // exists early, and with a leaf limit, so that the later batches speculate only on nodes
+      // improving at least nearly as much as its trees' last splits (BatchData::
+      // speculation_floor). Host batch device, 1M synthetic rows, 8 trees (their floor from
+      // another seed's 8): 678 rounds and 499,808 node evaluations without a floor, 378 and
+      // 352,086 with 0.9 of the pilot trees' least last improvement.
+      const bool pilot = limited || spec.max_leaf_nodes > 0;
+      if (pilot) {
         batches.push_back({0, std::min({devices[0]->slots(), 8, wanted})});
         first = batches.back().second;
       }
@@ -270,8 +276,13 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
           stopped.store(true);
         }
       };
-      if (limited) work(0, thread_count, 1);  // the small first batch, alone
-      next_batch.store(limited ? 1 : 0);
+      if (pilot) {
+        work(0, thread_count, 1);  // the small first batch, alone
+        if (spec.max_leaf_nodes > 0 && std::isfinite(times[0].least_last_improvement)) {
+          batch.speculation_floor = 0.9 * times[0].least_last_improvement;
+        }
+      }
+      next_batch.store(pilot ? 1 : 0);
       {
         const int threads_each = std::max(1, thread_count / workers);
         std::vector<std::thread> helpers;

@@ -65,6 +65,7 @@ struct TreeState {
   double root_weight = 0;
   bool started = false;
   bool done = false;
+  double last_improvement = 0;  // of the replay's last split
 };
 
 // ForestTreeGrower's queue order: larger improvement first, ties to the lower leaf.
@@ -171,6 +172,7 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
       state.stack.pop_back();
     }
     state.nodes[node_index].replayed = true;
+    state.last_improvement = node.cut.improvement;
     const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(state, node), mapper);
     TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
               "batch replay: new leaf {} where {} was expected", new_leaf, state.leaf_node.size());
@@ -445,6 +447,10 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
             const auto bucket = [&](double improvement) {
               return ImprovementBucket(improvement, state.root_exponent);
             };
+            // Whether an open node goes ahead: ranked in the room and above the floor.
+            const auto ahead = [&](double improvement, int cutoff) {
+              return bucket(improvement) >= cutoff && improvement >= data.speculation_floor;
+            };
             if (!state.ranked || drifted(open.size(), state.ranked_open) ||
                 drifted(room, state.ranked_room)) {
               BucketCounts& counts = round.counts;
@@ -462,7 +468,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
               for (const auto& entry : state.queue) ++counts[bucket(entry.first)];
               state.heap_cutoff = CutoffBucket(counts, (room + 3) / 4);
               for (int index : open) {
-                if (bucket(state.nodes[index].cut.improvement) >= state.open_cutoff)
+                if (ahead(state.nodes[index].cut.improvement, state.open_cutoff))
                   wanted.push_back(index);
               }
               for (const auto& entry : state.queue) {
@@ -474,7 +480,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
               state.ranked_room = room;
             } else {
               for (std::size_t at = open_before; at < open.size(); ++at) {
-                if (bucket(state.nodes[open[at]].cut.improvement) >= state.open_cutoff) {
+                if (ahead(state.nodes[open[at]].cut.improvement, state.open_cutoff)) {
                   wanted.push_back(open[at]);
                 }
               }
@@ -570,6 +576,9 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
       for (int k = 0; k < width; ++k) {
         leaf_outputs.push_back(total > 0 ? node_sums[k] / total : 0.0);
       }
+    }
+    if (spec.max_leaf_nodes > 0 && state.tree.num_leaves() >= spec.max_leaf_nodes) {
+      time.least_last_improvement = std::min(time.least_last_improvement, state.last_improvement);
     }
     state.tree.Compact();
     trees.push_back(std::move(state.tree));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct BatchData {
   // With a leaf limit, the open nodes (found splittable, not yet split by the replay) ranking in
   // the top (room left) times this go ahead of the replay (ForestParams::gpu_lookahead).
   double lookahead = 1;
+  // With a leaf limit, open nodes improving less than this do not go ahead of the replay (0:
+  // none). A floor a little under the improvement of the last split of trees grown before
+  // (BatchTimes::least_last_improvement) keeps the device from growing nodes that the leaf limit
+  // leaves unsplit; a floor too high only costs rounds (the replay asks for what it needs).
+  double speculation_floor = 0;
 };
 
 // Rounds centred regression targets to whole multiples of a power of two (returned) fine enough
@@ -87,6 +93,9 @@ struct BatchTimes {
   double evaluate_seconds = 0;   // device evaluations, results downloaded
   double partition_seconds = 0;  // device partitions
   double replay_seconds = 0;     // the host's replay of the CPU grower's order
+  // The least improvement of the last split of the trees that reached the leaf limit (infinity
+  // when none did).
+  double least_last_improvement = std::numeric_limits<double>::infinity();
 };
 
 // Grows trees [first_tree, first_tree + count) (count at most device.slots()) into `trees`

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "models/forest/forest_parity.h"
 #include "test_support.h"
@@ -61,12 +63,16 @@ TEST(ForestBatch, LookaheadAndThreadsChangeTheWorkNotTheTrees) {
   const int leaf_limit = 40;
   std::vector<std::string> reference;
   long long narrow_nodes = 0, wide_nodes = 0;
-  long long needed = 0;  // the CPU grower's node evaluations: the root and each split's children
-  for (const auto& [lookahead, threads] :
-       std::vector<std::pair<double, int>>{{1, 1}, {1e6, 3}, {2, 2}}) {
+  long long needed = 0;   // the CPU grower's node evaluations: the root and each split's children
+  double last_split = 0;  // the least improvement of the trees' last splits, from the first run
+  long long floored_nodes = 0;
+  // (lookahead, threads, speculation floor as a fraction of last_split)
+  for (const auto& [lookahead, threads, floor] : std::vector<std::tuple<double, int, double>>{
+           {1, 1, 0}, {1e6, 3, 0}, {2, 2, 0}, {1, 2, 0.9}}) {
     parity::ParityData parity_data = MakeParityData(
         data.features, data.labels, 3, Spec(Criterion::kGini, 2, leaf_limit, false), true, 8);
     parity_data.batch.lookahead = lookahead;
+    parity_data.batch.speculation_floor = floor * last_split;
     const BatchData& batch = Bind(parity_data);
     const auto device = MakeHostBatchDevice(batch, 4);
     std::vector<tree::Tree> trees;
@@ -83,15 +89,24 @@ TEST(ForestBatch, LookaheadAndThreadsChangeTheWorkNotTheTrees) {
     if (reference.empty()) {
       reference = bytes;
       narrow_nodes = times.nodes;
+      // Every tree reached the leaf limit, so the least last split is known.
+      ASSERT_TRUE(std::isfinite(times.least_last_improvement));
+      ASSERT_GT(times.least_last_improvement, 0);
+      last_split = times.least_last_improvement;
     } else {
-      EXPECT_EQ(bytes, reference) << "lookahead " << lookahead << ", threads " << threads;
+      EXPECT_EQ(bytes, reference) << "lookahead " << lookahead << ", threads " << threads
+                                  << ", floor " << floor;
     }
     if (lookahead == 1e6) wide_nodes = times.nodes;
+    if (floor > 0) floored_nodes = times.nodes;
   }
   // Growing every splittable node (a huge lookahead) evaluates far more than the CPU needs; the
   // narrowest lookahead stays near it.
   EXPECT_GT(wide_nodes, 2 * narrow_nodes);
   EXPECT_LE(narrow_nodes, 2 * needed);
+  // A floor under the last splits' improvement leaves out nodes the leaf limit never splits.
+  EXPECT_LT(floored_nodes, narrow_nodes);
+  EXPECT_GE(floored_nodes, needed);
 }
 
 TEST(ForestBatch, AnExpiredDeadlineDropsTheBatch) {
