@@ -113,11 +113,6 @@ int FeatureBins::NumericBin(float value) const {
   return static_cast<int>(at - upper_bounds.begin());
 }
 
-int FeatureBins::CategoryBin(std::int32_t code) const {
-  if (code < 0 || code >= static_cast<std::int32_t>(code_to_bin.size())) return other_bin;
-  return code_to_bin[code];
-}
-
 int BinMapper::MaxBins() const {
   int most = 1;
   for (const FeatureBins& bins : bins_) most = std::max(most, bins.num_bins);

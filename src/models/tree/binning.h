@@ -59,8 +59,11 @@ struct FeatureBins {
   int missing_bin() const { return num_bins - 1; }
   // The bin of a numeric value (NaN -> missing_bin()).
   int NumericBin(float value) const;
-  // The bin of a categorical code.
-  int CategoryBin(std::int32_t code) const;
+  // The bin of a categorical code (inline: tree walks call it at every categorical node).
+  int CategoryBin(std::int32_t code) const {
+    if (code < 0 || code >= static_cast<std::int32_t>(code_to_bin.size())) return other_bin;
+    return code_to_bin[static_cast<std::size_t>(code)];
+  }
 };
 
 // Bins of every feature of a FeatureMatrix: numeric features first, then categorical ones, in
