@@ -186,12 +186,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     // threads, 2 to 4 of them (H100, 16 threads, 1M synthetic rows, 300 trees: 2 took 4.60-4.73
     // s, 4 took 4.04-4.16 s, 6 took 4.10-4.18 s). Each takes its share of the memory cap (of the
     // free memory it finds), so together they stay within it; when a share does not hold the
-    // data, half as many are tried, down to one device with the whole cap. Under a time limit the
-    // first 8 trees grow alone, so several devices are worth it from 9 trees.
+    // data, half as many are tried, down to one device with the whole cap. Under a time limit or
+    // with a leaf limit the first 8 trees grow alone (below), so several devices are worth it
+    // from 9 trees.
     const bool limited = deadline.SecondsLeft() < 1e299;
+    const bool pilot = limited || spec.max_leaf_nodes > 0;
     std::vector<std::unique_ptr<BatchDevice>> devices;
     std::string why, device_name;
-    if (wanted > (limited ? 8 : 1)) {
+    if (wanted > (pilot ? 8 : 1)) {
       const int workers = std::clamp(thread_count / 4, 2, 4);
       for (int count = workers; count >= 2 && devices.empty(); count /= 2) {
         try {
@@ -230,7 +232,6 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       // speculation_floor). Host batch device, 1M synthetic rows, 8 trees (their floor from
       // another seed's 8): 678 rounds and 499,808 node evaluations without a floor, 378 and
       // 352,086 with 0.9 of the pilot trees' least last improvement.
-      const bool pilot = limited || spec.max_leaf_nodes > 0;
       if (pilot) {
         batches.push_back({0, std::min({devices[0]->slots(), 8, wanted})});
         first = batches.back().second;
