@@ -37,7 +37,13 @@ struct NodeRecord {
   FeatureCut cut{};
   int bits_at = -1;            // categorical cut: its bin words in TreeState::bits
   int children[2] = {-1, -1};  // set when split on the device
-  bool replayed = false;       // split by the replay
+};
+
+// A node found splittable and not yet split by the replay, with its improvement (the ranking
+// reads these, not the nodes).
+struct OpenNode {
+  double improvement;
+  int index;
 };
 
 // One tree: its nodes and the replay of the CPU grower's order of splits over them.
@@ -51,7 +57,8 @@ struct TreeState {
   std::vector<int> stack;                     // depth-first: leaves to split
   // Best-first: the nodes found splittable that the replay has not split yet (its heap's and
   // those ahead of it), from which the device splits the likeliest ahead of need.
-  std::vector<int> open;
+  std::vector<OpenNode> open;
+  std::vector<std::uint8_t> replayed;  // per node: split by the replay
   std::vector<int> pushed;  // best-first: the nodes the replay put on its heap this round
   // The last ranking's cut-offs (nodes whose improvement falls in these buckets or above go
   // ahead; ImprovementBucket) and the open nodes and room it ranked: the ranking is redone when
@@ -171,7 +178,7 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     } else {
       state.stack.pop_back();
     }
-    state.nodes[node_index].replayed = true;
+    state.replayed[node_index] = 1;
     state.last_improvement = node.cut.improvement;
     const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(state, node), mapper);
     TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
@@ -298,6 +305,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     root.end = slot_rows[slot];
     states[slot].nodes.push_back(root);
     states[slot].sums.resize(std::size_t(width));
+    states[slot].replayed.assign(1, 0);
     eval_ids.push_back({slot, 0});
     eval_nodes.push_back(BatchNode{0, root.end, 0, slot, 0});
   }
@@ -432,11 +440,12 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
             // Ranking every open node each round would cost O(open) a tree and a round (10 s of
             // an H100 fit's host time at lookahead 1): the cut-offs are kept, and between rankings
             // only the nodes new this round are compared with them.
-            std::vector<int>& open = state.open;
+            std::vector<OpenNode>& open = state.open;
             const std::size_t open_before = open.size();
             for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
               if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
-                open.push_back(evaluated[at].second);
+                const int index = evaluated[at].second;
+                open.push_back({state.nodes[index].cut.improvement, index});
               }
             }
             const auto room = static_cast<std::size_t>(
@@ -455,10 +464,10 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
                 drifted(room, state.ranked_room)) {
               BucketCounts& counts = round.counts;
               counts.fill(0);
-              std::erase_if(open, [&](int index) {
-                const NodeRecord& node = state.nodes[index];
-                if (!node.replayed) ++counts[bucket(node.cut.improvement)];
-                return node.replayed;
+              std::erase_if(open, [&](const OpenNode& node) {
+                if (state.replayed[node.index]) return true;
+                ++counts[bucket(node.improvement)];
+                return false;
               });
               state.open_cutoff = CutoffBucket(counts, room);
               // The heap's best leaves are the replay's next splits: those ranking in the top
@@ -467,9 +476,8 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
               counts.fill(0);
               for (const auto& entry : state.queue) ++counts[bucket(entry.first)];
               state.heap_cutoff = CutoffBucket(counts, (room + 3) / 4);
-              for (int index : open) {
-                if (ahead(state.nodes[index].cut.improvement, state.open_cutoff))
-                  wanted.push_back(index);
+              for (const OpenNode& node : open) {
+                if (ahead(node.improvement, state.open_cutoff)) wanted.push_back(node.index);
               }
               for (const auto& entry : state.queue) {
                 if (bucket(entry.first) >= state.heap_cutoff)
@@ -480,8 +488,8 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
               state.ranked_room = room;
             } else {
               for (std::size_t at = open_before; at < open.size(); ++at) {
-                if (ahead(state.nodes[open[at]].cut.improvement, state.open_cutoff)) {
-                  wanted.push_back(open[at]);
+                if (ahead(open[at].improvement, state.open_cutoff)) {
+                  wanted.push_back(open[at].index);
                 }
               }
               for (int index : state.pushed) {
@@ -535,6 +543,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
             }
           }
           state.sums.resize(state.nodes.size() * std::size_t(width));
+          state.replayed.resize(state.nodes.size(), 0);
         });
     splits.clear();
     split_bits.clear();
