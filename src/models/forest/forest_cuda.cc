@@ -83,6 +83,7 @@ class CudaBatchDevice final : public BatchDevice {
     own_stream_ = std::make_unique<OwnStream>();
     stream_ = own_stream_->get();
     rules_ = MakeSplitRules(data_, xlogx_);
+    small_rows_ = kernels::SmallNodeRows(rules_);
     const tree::BinMatrix& bins = *data_.bins;
     const tree::BinMapper& mapper = *data_.mapper;
     rows_ = bins.num_rows;
@@ -189,22 +190,44 @@ class CudaBatchDevice final : public BatchDevice {
     const std::size_t part = std::max<std::size_t>(1, std::size_t(kCallBytes) / per_node);
     for (std::size_t first = 0; first < count; first += part) {
       const std::size_t size = std::min(part, count - first);
-      UploadRange(nodes_, nodes.data() + first, size, stream_);
+      // The small nodes go first (the kernels give them a warp each): placed[i] is the node at
+      // position i of the launch.
+      placed_.clear();
+      for (std::size_t at = first; at < first + size; ++at) {
+        if (nodes[at].end - nodes[at].begin <= small_rows_) placed_.push_back(at);
+      }
+      const int small_count = static_cast<int>(placed_.size());
+      for (std::size_t at = first; at < first + size; ++at) {
+        if (nodes[at].end - nodes[at].begin > small_rows_) placed_.push_back(at);
+      }
+      launch_nodes_.resize(size);
+      for (std::size_t at = 0; at < size; ++at) launch_nodes_[at] = nodes[placed_[at]];
+      UploadRange(nodes_, launch_nodes_.data(), size, stream_);
       Reserve(cuts_, size * positions);
       Reserve(cut_bits_, size * positions * words);
       Reserve(outcomes_, size);
       Reserve(out_bits_, size * words);
       Reserve(sums_, size * width);
       kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(size),
-                             first_position, positions, cuts_.data(), cut_bits_.data(), words_,
-                             sums_.data(), outcomes_.data(), out_bits_.data(), stream_);
-      DownloadFrom(outcomes.data() + first, outcomes_, size, stream_);
+                             small_count, first_position, positions, cuts_.data(), cut_bits_.data(),
+                             words_, sums_.data(), outcomes_.data(), out_bits_.data(), stream_);
+      launch_outcomes_.resize(size);
+      DownloadFrom(launch_outcomes_.data(), outcomes_, size, stream_);
+      for (std::size_t at = 0; at < size; ++at) outcomes[placed_[at]] = launch_outcomes_[at];
       // Bin words belong to categorical cuts only: without categorical features they stay zero.
       if (has_categorical_) {
-        DownloadFrom(bits.data() + first * words, out_bits_, size * words, stream_);
+        launch_bits_.resize(size * words);
+        DownloadFrom(launch_bits_.data(), out_bits_, size * words, stream_);
+        for (std::size_t at = 0; at < size; ++at) {
+          std::copy_n(launch_bits_.data() + at * words, words, bits.data() + placed_[at] * words);
+        }
       }
       if (first_position == 0) {
-        DownloadFrom(sums.data() + first * width, sums_, size * width, stream_);
+        launch_sums_.resize(size * width);
+        DownloadFrom(launch_sums_.data(), sums_, size * width, stream_);
+        for (std::size_t at = 0; at < size; ++at) {
+          std::copy_n(launch_sums_.data() + at * width, width, sums.data() + placed_[at] * width);
+        }
       }
     }
   }
@@ -239,6 +262,13 @@ class CudaBatchDevice final : public BatchDevice {
   bool has_categorical_ = false;
   std::vector<double> xlogx_;
   kernels::SplitRules rules_{};
+  long long small_rows_ = 0;  // nodes of at most this many rows are small (SmallNodeRows)
+  // Evaluate's launch order and its results in that order (kept to reuse their memory).
+  std::vector<std::size_t> placed_;
+  std::vector<kernels::BatchNode> launch_nodes_;
+  std::vector<kernels::NodeOutcome> launch_outcomes_;
+  std::vector<std::uint32_t> launch_bits_;
+  std::vector<double> launch_sums_;
   DeviceArray<std::uint8_t> bins8_;
   DeviceArray<std::uint16_t> bins16_;
   DeviceArray<std::int32_t> classes_;

@@ -16,6 +16,10 @@ namespace {
 
 constexpr int kScanThreads = 512;
 constexpr int kEvalThreads = 256;
+constexpr int kSmallThreads = 128;  // 4 warps, each its own (node, position)
+// The most shared memory a block of small nodes takes (many classes or features need more; their
+// nodes go to the block per node).
+constexpr std::size_t kSmallBlockBytes = 48 * 1024;
 // The split search's blocks an SM must be able to hold (the registers are budgeted for them): 6
 // (1,536 threads) from Ampere on, 4 on Turing, whose SMs hold 1,024 threads.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -417,6 +421,169 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   cut = best;
 }
 
+// A small node's per-warp scratch, in bytes: its cumulative histogram over the bins in use
+// (indexed by their rank, not by bin), their bins, the ranks themselves, its class sums and the
+// feature order's scratch.
+__host__ __device__ std::size_t SmallWarpBytes(int width, int features, bool regression) {
+  const int count_width = regression ? 1 : width;
+  const std::size_t bytes = (regression ? sizeof(long long) * 32 : 0) + sizeof(double) * width +
+                            sizeof(std::uint32_t) * (32 * (count_width + 1)) +
+                            sizeof(int) * (2 * 32 + features);
+  return (bytes + 7) / 8 * 8;
+}
+
+// A warp per (node, position) for nodes of at most 32 rows (most nodes of deep trees, which a
+// block of kEvalThreads threads would leave mostly idle): a row per lane. Lanes holding the same
+// bin are matched; each bin in use is numbered by its rank among them, and the histogram is kept
+// by rank, so it takes 32 cells whatever the feature's bins. The same cumulative sums, cuts and
+// tie rule as EvaluateFeature (CandidateCut reads the cells through the ranks, PlanCuts and
+// SetCandidateCut through the bins), so the same cut.
+__global__ void __launch_bounds__(kSmallThreads)
+    EvaluateSmallFeature(DeviceRows data, DeviceTrees trees, SplitRules rules,
+                         const BatchNode* nodes, int node_count, int first_position, int positions,
+                         FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums) {
+  extern __shared__ long long small_shared[];
+  const int width = rules.width;
+  const bool regression = rules.criterion == kCriterionSquaredError;
+  const int count_width = regression ? 1 : width;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const long long item = blockIdx.x * static_cast<long long>(kSmallThreads / 32) + threadIdx.x / 32;
+  if (item >= static_cast<long long>(node_count) * positions) return;
+  const int node_at = static_cast<int>(item / positions);
+  const int position = static_cast<int>(item - static_cast<long long>(node_at) * positions);
+  char* scratch = reinterpret_cast<char*>(small_shared) +
+                  (threadIdx.x / 32) * SmallWarpBytes(width, rules.features, regression);
+  long long* values = reinterpret_cast<long long*>(scratch);
+  double* parent = reinterpret_cast<double*>(scratch + (regression ? sizeof(long long) * 32 : 0));
+  std::uint32_t* counts = reinterpret_cast<std::uint32_t*>(parent + width);
+  std::uint32_t* bin_rows = counts + 32 * count_width;
+  int* used_bins = reinterpret_cast<int*>(bin_rows + 32);
+  int* ranks = used_bins + 32;
+  int* order = ranks + 32;
+  const BatchNode node = nodes[node_at];
+  const long long base = static_cast<long long>(node.slot) * data.rows;
+  const long long count = node.end - node.begin;
+  int feature = 0;
+  if (lane == 0) {
+    feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
+                                rules.features, order);
+  }
+  feature = __shfl_sync(0xffffffffu, feature, 0);
+  const FeatureInfo info = data.features[feature];
+  const bool in = lane < count;
+  std::int32_t row = 0;
+  int bin = -1 - lane;  // lanes past the rows match no other
+  if (in) {
+    row = trees.order[base + node.begin + lane];
+    bin = BinAt(data, row, feature);
+  }
+  const unsigned same = __match_any_sync(0xffffffffu, bin);
+  const unsigned leaders =
+      __ballot_sync(0xffffffffu, in && __ffs(static_cast<int>(same)) - 1 == lane);
+  const int used = __popc(leaders);
+  int rank = 0;
+  for (unsigned rest = leaders; rest != 0u; rest &= rest - 1u) {  // the same loop in every lane
+    const int other_bin = __shfl_sync(0xffffffffu, bin, __ffs(static_cast<int>(rest)) - 1);
+    rank += other_bin < bin ? 1 : 0;
+  }
+  if (lane < used) {
+    for (int k = 0; k < count_width; ++k) counts[lane * count_width + k] = 0;
+    bin_rows[lane] = 0;
+    if (regression) values[lane] = 0;
+    ranks[lane] = lane;
+  }
+  __syncwarp();
+  long long units = 0;
+  if (in) {
+    const std::uint32_t weight = trees.weights[base + row];
+    if (((leaders >> lane) & 1u) != 0u) used_bins[rank] = bin;
+    if (regression) {
+      units = data.target_units[row];
+      atomicAdd(&counts[rank], weight);
+      atomicAdd(reinterpret_cast<unsigned long long*>(&values[rank]),
+                static_cast<unsigned long long>(static_cast<long long>(weight) * units));
+    } else {
+      atomicAdd(&counts[rank * width + data.classes[row]], weight);
+    }
+    atomicAdd(&bin_rows[rank], 1u);
+  }
+  bool constant = false;
+  if (regression) {
+    // The node's targets all one value: every lane's equals the first row's.
+    const long long first_units = __shfl_sync(0xffffffffu, units, 0);
+    constant = __all_sync(0xffffffffu, !in || units == first_units);
+  }
+  __syncwarp();
+  // Cumulative sums over the ranks, channel by channel.
+  const int channels = count_width + (regression ? 1 : 0) + 1;
+  for (int channel = 0; channel < channels; ++channel) {
+    long long sum =
+        lane < used ? ChannelCell(counts, values, bin_rows, channel, lane, count_width, regression)
+                    : 0;
+    for (int shift = 1; shift < 32; shift <<= 1) {
+      const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
+      if (lane >= shift) sum += below;
+    }
+    if (lane < used)
+      SetChannelCell(counts, values, bin_rows, channel, lane, count_width, regression, sum);
+  }
+  __syncwarp();
+  const Histogram histogram{counts, values, bin_rows};
+  const long long slot = static_cast<long long>(node_at) * positions + position;
+  FeatureCut& cut = cuts[slot];
+  std::uint32_t* bits = cut_bits + slot * words;
+  int splittable = 0;
+  double parent_score = 0;
+  if (lane == 0) {
+    CumulativeTotals(rules, histogram, ranks, used, parent);
+    splittable = SplittableNode(rules, parent, count, node.depth, constant) ? 1 : 0;
+    if (first_position == 0 && position == 0) {
+      for (int k = 0; k < width; ++k) sums[node_at * static_cast<long long>(width) + k] = parent[k];
+    }
+    parent_score = SplitScore(rules, parent);
+  }
+  splittable = __shfl_sync(0xffffffffu, splittable, 0);
+  parent_score = __shfl_sync(0xffffffffu, parent_score, 0);
+  for (int word = lane; word < words; word += 32) bits[word] = 0;
+  __syncwarp();
+  FeatureCut best;
+  StartFeatureCut(info, feature, best);
+  if (!splittable) {
+    if (lane == 0) {
+      best.categorical = 0;
+      best.left_rows = -1;
+      cut = best;
+    }
+    return;
+  }
+  const CutPlan plan = PlanCuts(info, used_bins, used);
+  double my_improvement = kNoCut;
+  int my_candidate = plan.candidates;  // none
+  long long my_left_rows = 0;
+  for (int candidate = lane; candidate < plan.candidates; candidate += 32) {
+    double improvement = 0;
+    long long left_rows = 0;
+    if (CandidateCut(rules, histogram, ranks, used, plan, count, parent, parent_score, candidate,
+                     improvement, left_rows) &&
+        improvement > my_improvement) {
+      my_improvement = improvement;
+      my_candidate = candidate;
+      my_left_rows = left_rows;
+    }
+  }
+  WarpFirstBest(my_improvement, my_candidate, my_left_rows);
+  if (lane != 0) return;
+  if (my_improvement > kNoCut) {
+    SetCandidateCut(info, used_bins, plan, my_candidate, my_improvement, my_left_rows, best);
+  }
+  if (best.categorical && best.improvement > kNoCut) {
+    for (int at = 0; at < used && used_bins[at] <= best.cut_bin; ++at) {
+      bits[used_bins[at] / 32] |= 1u << (used_bins[at] % 32);
+    }
+  }
+  cut = best;
+}
+
 __global__ void CombineNodeCuts(const FeatureCut* cuts, const std::uint32_t* cut_bits, int words,
                                 int node_count, int positions, int first_valid_only,
                                 int more_remain, NodeOutcome* outcomes, std::uint32_t* out_bits) {
@@ -524,11 +691,13 @@ std::size_t EvaluateStaticSharedBytes() {
   return attributes.sharedSizeBytes;
 }
 
-void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
+namespace {
+
+// The nodes of more than SmallNodeRows rows: a block per (node, position).
+void EvaluateLarge(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
                    const BatchNode* nodes, int node_count, int first_position, int positions,
                    FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums,
-                   NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream) {
-  if (node_count == 0) return;
+                   Stream stream) {
   const std::size_t shared = EvaluateSharedBytes(data.max_bins, rules.width, rules.features,
                                                  rules.criterion == kCriterionSquaredError);
   // Set on the current device for every launch: the attribute is per device and cheap to set,
@@ -543,6 +712,47 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
   EvaluateFeature<<<grid, kEvalThreads, shared, stream>>>(data, trees, rules, nodes, first_position,
                                                           positions, cuts, cut_bits, words, sums);
   TFG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+int SmallNodeRows(const SplitRules& rules) {
+  if (rules.extra_trees) return 0;
+  const std::size_t block =
+      (kSmallThreads / 32) *
+      SmallWarpBytes(rules.width, rules.features, rules.criterion == kCriterionSquaredError);
+  return block <= kSmallBlockBytes ? 32 : 0;
+}
+
+void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
+                   const BatchNode* nodes, int node_count, int small_count, int first_position,
+                   int positions, FeatureCut* cuts, std::uint32_t* cut_bits, int words,
+                   double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream) {
+  if (node_count == 0) return;
+  if (small_count > 0) {
+    const bool regression = rules.criterion == kCriterionSquaredError;
+    const std::size_t block_bytes =
+        (kSmallThreads / 32) * SmallWarpBytes(rules.width, rules.features, regression);
+    TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateSmallFeature,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(block_bytes)));
+    const long long items = static_cast<long long>(small_count) * positions;
+    const auto blocks =
+        static_cast<unsigned>((items + kSmallThreads / 32 - 1) / (kSmallThreads / 32));
+    EvaluateSmallFeature<<<blocks, kSmallThreads, block_bytes, stream>>>(
+        data, trees, rules, nodes, small_count, first_position, positions, cuts, cut_bits, words,
+        sums);
+    TFG_CUDA_CHECK(cudaGetLastError());
+  }
+  const int large_count = node_count - small_count;
+  if (large_count > 0) {
+    const long long skipped = static_cast<long long>(small_count) * positions;
+    EvaluateLarge(
+        data, trees, rules, nodes + small_count, large_count, first_position, positions,
+        cuts + skipped, cut_bits + skipped * words, words,
+        first_position == 0 ? sums + static_cast<long long>(small_count) * rules.width : sums,
+        stream);
+  }
   CombineNodeCuts<<<(node_count + 127) / 128, 128, 0, stream>>>(
       cuts, cut_bits, words, node_count, positions, first_position > 0 ? 1 : 0,
       first_position + positions < rules.features ? 1 : 0, outcomes, out_bits);
