@@ -401,7 +401,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   }
   model.report_.trees = static_cast<int>(model.trees_.size());
   model.report_.stop_reason = model.report_.trees == wanted ? "n_estimators reached" : "deadline";
-  model.Layout();
+  model.Layout(thread_count);
 
   if (out_of_bag != nullptr) {
     // Each row: the mean over the trees that did not train on it, summed in tree order.
@@ -441,7 +441,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   return model;
 }
 
-void ForestModel::Layout() { forest_.Build(trees_, mapper_); }
+void ForestModel::Layout(int threads) { forest_.Build(trees_, mapper_, threads); }
 
 std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features,
                                          int threads) const {

@@ -117,7 +117,7 @@ class ForestModel {
   static ForestModel Deserialize(std::string_view bytes, const std::string& name);
 
  private:
-  void Layout();
+  void Layout(int threads = 1);  // builds forest_ from trees_ on up to `threads` threads
 
   int num_outputs_ = 1;  // classes, or 1 for regression
   tree::BinMapper mapper_;

@@ -83,7 +83,7 @@ class CudaBatchDevice final : public BatchDevice {
     own_stream_ = std::make_unique<OwnStream>();
     stream_ = own_stream_->get();
     rules_ = MakeSplitRules(data_, xlogx_);
-    small_rows_ = kernels::SmallNodeRows(rules_);
+    small_rows_ = kernels::SmallNodeRows(rules_, data_.mapper->MaxBins());
     const tree::BinMatrix& bins = *data_.bins;
     const tree::BinMapper& mapper = *data_.mapper;
     rows_ = bins.num_rows;
@@ -209,8 +209,9 @@ class CudaBatchDevice final : public BatchDevice {
       Reserve(out_bits_, size * words);
       Reserve(sums_, size * width);
       kernels::EvaluateNodes(rows_view_, trees_view_, rules_, nodes_.data(), static_cast<int>(size),
-                             small_count, first_position, positions, cuts_.data(), cut_bits_.data(),
-                             words_, sums_.data(), outcomes_.data(), out_bits_.data(), stream_);
+                             small_count, static_cast<int>(small_rows_), first_position, positions,
+                             cuts_.data(), cut_bits_.data(), words_, sums_.data(), outcomes_.data(),
+                             out_bits_.data(), stream_);
       launch_outcomes_.resize(size);
       DownloadFrom(launch_outcomes_.data(), outcomes_, size, stream_);
       for (std::size_t at = 0; at < size; ++at) outcomes[placed_[at]] = launch_outcomes_[at];

@@ -20,6 +20,8 @@ constexpr int kSmallThreads = 128;  // 4 warps, each its own (node, position)
 // The most shared memory a block of small nodes takes (many classes or features need more; their
 // nodes go to the block per node).
 constexpr std::size_t kSmallBlockBytes = 48 * 1024;
+// The most rows of a node a warp evaluates (fewer when the scratch would pass kSmallBlockBytes).
+constexpr int kSmallMaxRows = 256;
 // The split search's blocks an SM must be able to hold (the registers are budgeted for them): 6
 // (1,536 threads) from Ampere on, 4 on Turing, whose SMs hold 1,024 threads.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -421,27 +423,31 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   cut = best;
 }
 
-// A small node's per-warp scratch, in bytes: its cumulative histogram over the bins in use
-// (indexed by their rank, not by bin), their bins, the ranks themselves, its class sums and the
+// A small node's per-warp scratch, in bytes, for nodes of up to `rows` rows: its cumulative
+// histogram over the bins in use (indexed by their rank, not by bin), their bins, the ranks
+// themselves, a bit per bin and a count of bits per word (past 32 rows), its class sums and the
 // feature order's scratch.
-__host__ __device__ std::size_t SmallWarpBytes(int width, int features, bool regression) {
+__host__ __device__ std::size_t SmallWarpBytes(int rows, int width, int features, bool regression) {
   const int count_width = regression ? 1 : width;
-  const std::size_t bytes = (regression ? sizeof(long long) * 32 : 0) + sizeof(double) * width +
-                            sizeof(std::uint32_t) * (32 * (count_width + 1)) +
-                            sizeof(int) * (2 * 32 + features);
+  const std::size_t bytes = (regression ? sizeof(long long) * rows : 0) + sizeof(double) * width +
+                            sizeof(std::uint32_t) * (rows * (count_width + 1)) +
+                            sizeof(int) * (2 * rows + 2 * kBitmapWords + features);
   return (bytes + 7) / 8 * 8;
 }
 
-// A warp per (node, position) for nodes of at most 32 rows (most nodes of deep trees, which a
-// block of kEvalThreads threads would leave mostly idle): a row per lane. Lanes holding the same
-// bin are matched; each bin in use is numbered by its rank among them, and the histogram is kept
-// by rank, so it takes 32 cells whatever the feature's bins. The same cumulative sums, cuts and
-// tie rule as EvaluateFeature (CandidateCut reads the cells through the ranks, PlanCuts and
-// SetCandidateCut through the bins), so the same cut.
+// A warp per (node, position) for nodes of at most `max_rows` rows (most nodes of deep trees,
+// which a block of kEvalThreads threads would leave mostly idle, waiting at its barriers). The
+// histogram is kept by the rank of each bin among the bins in use, so it takes `max_rows` cells
+// whatever the feature's bins. Up to 32 rows, a row per lane: lanes holding the same bin are
+// matched and ranked among themselves. More: a bit per bin in use, and a bin's rank is the
+// count of bits below it. The same cumulative sums, cuts and tie rule as EvaluateFeature
+// (CandidateCut reads the cells through the ranks, PlanCuts and SetCandidateCut through the
+// bins), so the same cut.
 __global__ void __launch_bounds__(kSmallThreads)
     EvaluateSmallFeature(DeviceRows data, DeviceTrees trees, SplitRules rules,
-                         const BatchNode* nodes, int node_count, int first_position, int positions,
-                         FeatureCut* cuts, std::uint32_t* cut_bits, int words, double* sums) {
+                         const BatchNode* nodes, int node_count, int max_rows, int first_position,
+                         int positions, FeatureCut* cuts, std::uint32_t* cut_bits, int words,
+                         double* sums) {
   extern __shared__ long long small_shared[];
   const int width = rules.width;
   const bool regression = rules.criterion == kCriterionSquaredError;
@@ -452,17 +458,21 @@ __global__ void __launch_bounds__(kSmallThreads)
   const int node_at = static_cast<int>(item / positions);
   const int position = static_cast<int>(item - static_cast<long long>(node_at) * positions);
   char* scratch = reinterpret_cast<char*>(small_shared) +
-                  (threadIdx.x / 32) * SmallWarpBytes(width, rules.features, regression);
+                  (threadIdx.x / 32) * SmallWarpBytes(max_rows, width, rules.features, regression);
   long long* values = reinterpret_cast<long long*>(scratch);
-  double* parent = reinterpret_cast<double*>(scratch + (regression ? sizeof(long long) * 32 : 0));
+  double* parent =
+      reinterpret_cast<double*>(scratch + (regression ? sizeof(long long) * max_rows : 0));
   std::uint32_t* counts = reinterpret_cast<std::uint32_t*>(parent + width);
-  std::uint32_t* bin_rows = counts + 32 * count_width;
-  int* used_bins = reinterpret_cast<int*>(bin_rows + 32);
-  int* ranks = used_bins + 32;
-  int* order = ranks + 32;
+  std::uint32_t* bin_rows = counts + max_rows * count_width;
+  int* used_bins = reinterpret_cast<int*>(bin_rows + max_rows);
+  int* ranks = used_bins + max_rows;
+  std::uint32_t* bitmap = reinterpret_cast<std::uint32_t*>(ranks + max_rows);
+  int* ranks_before = reinterpret_cast<int*>(bitmap + kBitmapWords);  // bits in earlier words
+  int* order = ranks_before + kBitmapWords;
   const BatchNode node = nodes[node_at];
   const long long base = static_cast<long long>(node.slot) * data.rows;
-  const long long count = node.end - node.begin;
+  const std::int32_t* node_rows = trees.order + base + node.begin;
+  const int count = static_cast<int>(node.end - node.begin);
   int feature = 0;
   if (lane == 0) {
     feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
@@ -470,62 +480,126 @@ __global__ void __launch_bounds__(kSmallThreads)
   }
   feature = __shfl_sync(0xffffffffu, feature, 0);
   const FeatureInfo info = data.features[feature];
-  const bool in = lane < count;
-  std::int32_t row = 0;
-  int bin = -1 - lane;  // lanes past the rows match no other
-  if (in) {
-    row = trees.order[base + node.begin + lane];
-    bin = BinAt(data, row, feature);
-  }
-  const unsigned same = __match_any_sync(0xffffffffu, bin);
-  const unsigned leaders =
-      __ballot_sync(0xffffffffu, in && __ffs(static_cast<int>(same)) - 1 == lane);
-  const int used = __popc(leaders);
-  int rank = 0;
-  for (unsigned rest = leaders; rest != 0u; rest &= rest - 1u) {  // the same loop in every lane
-    const int other_bin = __shfl_sync(0xffffffffu, bin, __ffs(static_cast<int>(rest)) - 1);
-    rank += other_bin < bin ? 1 : 0;
-  }
-  if (lane < used) {
-    for (int k = 0; k < count_width; ++k) counts[lane * count_width + k] = 0;
-    bin_rows[lane] = 0;
-    if (regression) values[lane] = 0;
-    ranks[lane] = lane;
-  }
-  __syncwarp();
-  long long units = 0;
-  if (in) {
+  int used = 0;
+  // Regression: the node's targets all one value (its smallest and largest, lane by lane).
+  long long lowest = 0, highest = 0;
+  bool seen = false;
+  auto add_row = [&](std::int32_t row, int rank) {
     const std::uint32_t weight = trees.weights[base + row];
-    if (((leaders >> lane) & 1u) != 0u) used_bins[rank] = bin;
     if (regression) {
-      units = data.target_units[row];
+      const long long units = data.target_units[row];
       atomicAdd(&counts[rank], weight);
       atomicAdd(reinterpret_cast<unsigned long long*>(&values[rank]),
                 static_cast<unsigned long long>(static_cast<long long>(weight) * units));
+      lowest = seen && lowest < units ? lowest : units;
+      highest = seen && highest > units ? highest : units;
+      seen = true;
     } else {
       atomicAdd(&counts[rank * width + data.classes[row]], weight);
     }
     atomicAdd(&bin_rows[rank], 1u);
+  };
+  auto clear_cells = [&]() {
+    for (int at = lane; at < used; at += 32) {
+      for (int k = 0; k < count_width; ++k) counts[at * count_width + k] = 0;
+      bin_rows[at] = 0;
+      if (regression) values[at] = 0;
+      ranks[at] = at;
+    }
+    __syncwarp();
+  };
+  if (count <= 32) {
+    const bool in = lane < count;
+    std::int32_t row = 0;
+    int bin = -1 - lane;  // lanes past the rows match no other
+    if (in) {
+      row = node_rows[lane];
+      bin = BinAt(data, row, feature);
+    }
+    const unsigned same = __match_any_sync(0xffffffffu, bin);
+    const unsigned leaders =
+        __ballot_sync(0xffffffffu, in && __ffs(static_cast<int>(same)) - 1 == lane);
+    used = __popc(leaders);
+    int rank = 0;
+    for (unsigned rest = leaders; rest != 0u; rest &= rest - 1u) {  // the same loop in every lane
+      const int other_bin = __shfl_sync(0xffffffffu, bin, __ffs(static_cast<int>(rest)) - 1);
+      rank += other_bin < bin ? 1 : 0;
+    }
+    clear_cells();
+    if (in) {
+      if (((leaders >> lane) & 1u) != 0u) used_bins[rank] = bin;
+      add_row(row, rank);
+    }
+  } else {
+    const int bitmap_words = (info.num_bins + 31) / 32;
+    for (int word = lane; word < bitmap_words; word += 32) bitmap[word] = 0;
+    __syncwarp();
+    for (int at = lane; at < count; at += 32) {
+      const int bin = BinAt(data, node_rows[at], feature);
+      atomicOr(&bitmap[bin / 32], 1u << (bin % 32));
+    }
+    __syncwarp();
+    // The bins in use, ascending, and each word's count of bits before it.
+    for (int first = 0; first < bitmap_words; first += 32) {
+      const int word = first + lane;
+      std::uint32_t bits = word < bitmap_words ? bitmap[word] : 0u;
+      const int own = __popc(bits);
+      int through = own;
+      for (int shift = 1; shift < 32; shift <<= 1) {
+        const int below = __shfl_up_sync(0xffffffffu, through, shift);
+        if (lane >= shift) through += below;
+      }
+      int at = used + through - own;
+      if (word < bitmap_words) ranks_before[word] = at;
+      while (bits != 0u) {
+        used_bins[at++] = word * 32 + __ffs(static_cast<int>(bits)) - 1;
+        bits &= bits - 1u;
+      }
+      used += __shfl_sync(0xffffffffu, through, 31);
+    }
+    __syncwarp();
+    clear_cells();
+    for (int at = lane; at < count; at += 32) {
+      const std::int32_t row = node_rows[at];
+      const int bin = BinAt(data, row, feature);
+      const int rank =
+          ranks_before[bin / 32] + __popc(bitmap[bin / 32] & ((1u << (bin % 32)) - 1u));
+      add_row(row, rank);
+    }
   }
   bool constant = false;
   if (regression) {
-    // The node's targets all one value: every lane's equals the first row's.
-    const long long first_units = __shfl_sync(0xffffffffu, units, 0);
-    constant = __all_sync(0xffffffffu, !in || units == first_units);
+    // Lanes without rows take another lane's values (every lane of a node past 32 rows has some).
+    const int source = __ffs(static_cast<int>(__ballot_sync(0xffffffffu, seen))) - 1;
+    const long long any = __shfl_sync(0xffffffffu, lowest, source);
+    if (!seen) lowest = highest = any;
+    for (int shift = 16; shift > 0; shift >>= 1) {
+      const long long other_low = __shfl_xor_sync(0xffffffffu, lowest, shift);
+      const long long other_high = __shfl_xor_sync(0xffffffffu, highest, shift);
+      lowest = other_low < lowest ? other_low : lowest;
+      highest = other_high > highest ? other_high : highest;
+    }
+    constant = lowest == highest;
   }
   __syncwarp();
-  // Cumulative sums over the ranks, channel by channel.
+  // Cumulative sums over the ranks, channel by channel, 32 ranks at a time.
   const int channels = count_width + (regression ? 1 : 0) + 1;
   for (int channel = 0; channel < channels; ++channel) {
-    long long sum =
-        lane < used ? ChannelCell(counts, values, bin_rows, channel, lane, count_width, regression)
+    long long carry = 0;
+    for (int first = 0; first < used; first += 32) {
+      const int at = first + lane;
+      long long sum =
+          at < used ? ChannelCell(counts, values, bin_rows, channel, at, count_width, regression)
                     : 0;
-    for (int shift = 1; shift < 32; shift <<= 1) {
-      const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
-      if (lane >= shift) sum += below;
+      for (int shift = 1; shift < 32; shift <<= 1) {
+        const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
+        if (lane >= shift) sum += below;
+      }
+      if (at < used) {
+        SetChannelCell(counts, values, bin_rows, channel, at, count_width, regression, sum + carry);
+      }
+      carry += __shfl_sync(0xffffffffu, sum, 31);
     }
-    if (lane < used)
-      SetChannelCell(counts, values, bin_rows, channel, lane, count_width, regression, sum);
   }
   __syncwarp();
   const Histogram histogram{counts, values, bin_rows};
@@ -716,23 +790,29 @@ void EvaluateLarge(const DeviceRows& data, const DeviceTrees& trees, const Split
 
 }  // namespace
 
-int SmallNodeRows(const SplitRules& rules) {
+int SmallNodeRows(const SplitRules& rules, int max_bins) {
+  // Past 32 rows the bins in use are found from a bit per bin: at most kBitmapWords words.
   if (rules.extra_trees) return 0;
-  const std::size_t block =
-      (kSmallThreads / 32) *
-      SmallWarpBytes(rules.width, rules.features, rules.criterion == kCriterionSquaredError);
-  return block <= kSmallBlockBytes ? 32 : 0;
+  const bool regression = rules.criterion == kCriterionSquaredError;
+  for (int rows = kSmallMaxRows; rows >= 32; rows /= 2) {
+    if (rows > 32 && max_bins > 32 * kBitmapWords) continue;
+    const std::size_t block =
+        (kSmallThreads / 32) * SmallWarpBytes(rows, rules.width, rules.features, regression);
+    if (block <= kSmallBlockBytes) return rows;
+  }
+  return 0;
 }
 
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
-                   const BatchNode* nodes, int node_count, int small_count, int first_position,
-                   int positions, FeatureCut* cuts, std::uint32_t* cut_bits, int words,
-                   double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream) {
+                   const BatchNode* nodes, int node_count, int small_count, int small_rows,
+                   int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
+                   int words, double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits,
+                   Stream stream) {
   if (node_count == 0) return;
   if (small_count > 0) {
     const bool regression = rules.criterion == kCriterionSquaredError;
     const std::size_t block_bytes =
-        (kSmallThreads / 32) * SmallWarpBytes(rules.width, rules.features, regression);
+        (kSmallThreads / 32) * SmallWarpBytes(small_rows, rules.width, rules.features, regression);
     TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateSmallFeature,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(block_bytes)));
@@ -740,8 +820,8 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
     const auto blocks =
         static_cast<unsigned>((items + kSmallThreads / 32 - 1) / (kSmallThreads / 32));
     EvaluateSmallFeature<<<blocks, kSmallThreads, block_bytes, stream>>>(
-        data, trees, rules, nodes, small_count, first_position, positions, cuts, cut_bits, words,
-        sums);
+        data, trees, rules, nodes, small_count, small_rows, first_position, positions, cuts,
+        cut_bits, words, sums);
     TFG_CUDA_CHECK(cudaGetLastError());
   }
   const int large_count = node_count - small_count;

@@ -84,19 +84,20 @@ std::size_t EvaluateSharedBytes(int max_bins, int width, int features, bool regr
 std::size_t EvaluateStaticSharedBytes();
 
 // The most rows of a node that EvaluateNodes takes as small (a warp per feature instead of a
-// block); 0 when none are (extremely randomized trees, or too many classes or features for the
-// warps' scratch).
-int SmallNodeRows(const SplitRules& rules);
+// block), a power of two from 32 to 256, for features of at most `max_bins` bins; 0 when none are
+// (extremely randomized trees, or too many classes or features for the warps' scratch).
+int SmallNodeRows(const SplitRules& rules, int max_bins);
 
 // For each node and each position [first_position, first_position + positions) of its feature
 // order: the feature's histogram and best cut into cuts[node * positions + at] (and the cut's
 // bin words into cut_bits); the position-0 pass writes the node's class sums (sums[node * width
 // + k]); then each node's cuts are combined into outcomes[node] and out_bits[node * words ..].
-// The first `small_count` nodes have at most SmallNodeRows(rules) rows each.
+// The first `small_count` nodes have at most `small_rows` (SmallNodeRows) rows each.
 void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const SplitRules& rules,
-                   const BatchNode* nodes, int node_count, int small_count, int first_position,
-                   int positions, FeatureCut* cuts, std::uint32_t* cut_bits, int words,
-                   double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits, Stream stream);
+                   const BatchNode* nodes, int node_count, int small_count, int small_rows,
+                   int first_position, int positions, FeatureCut* cuts, std::uint32_t* cut_bits,
+                   int words, double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits,
+                   Stream stream);
 
 // Partitions each split's rows (BatchSplit); left_counts[i] receives the rows sent left.
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,

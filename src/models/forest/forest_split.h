@@ -80,23 +80,40 @@ struct FeatureCut {
   int default_left;  // numeric: missing values go left
 };
 
-TFG_HOST_DEVICE inline double SplitScore(const SplitRules& rules, const double* sums) {
-  if (rules.criterion == kCriterionSquaredError)
-    return sums[0] > 0 ? sums[1] * sums[1] / sums[0] : 0.0;
-  if (rules.criterion == kCriterionGini) {
-    double total = 0, squares = 0;
-    for (int k = 0; k < rules.width; ++k) {
-      total += sums[k];
-      squares += sums[k] * sums[k];
+// A classification score summed class by class (Gini: the sum of squares; entropy: of n log n),
+// so that a cut's two sides can be scored in one pass over the classes without arrays (which
+// the kernels would keep in local memory). Each sum takes the same operations in the same order
+// as a pass over an array of sums would.
+struct ClassScore {
+  double total = 0;
+  double terms = 0;
+
+  TFG_HOST_DEVICE void Add(const SplitRules& rules, double sum) {
+    if (rules.criterion == kCriterionGini) {
+      total += sum;
+      terms += sum * sum;
+    } else {
+      if (sum > 0) terms += rules.xlogx[static_cast<long long>(sum)];
+      total += sum;
     }
-    return total > 0 ? squares / total : 0.0;
   }
-  double total = 0, terms = 0;
-  for (int k = 0; k < rules.width; ++k) {
-    if (sums[k] > 0) terms += rules.xlogx[static_cast<long long>(sums[k])];
-    total += sums[k];
+
+  TFG_HOST_DEVICE double Score(const SplitRules& rules) const {
+    if (rules.criterion == kCriterionGini) return total > 0 ? terms / total : 0.0;
+    return total > 0 ? terms - rules.xlogx[static_cast<long long>(total)] : 0.0;
   }
-  return total > 0 ? terms - rules.xlogx[static_cast<long long>(total)] : 0.0;
+};
+
+// Squared error's score of a side with weight `weight` and weighted target sum `sum`.
+TFG_HOST_DEVICE inline double SquaredErrorScore(double weight, double sum) {
+  return weight > 0 ? sum * sum / weight : 0.0;
+}
+
+TFG_HOST_DEVICE inline double SplitScore(const SplitRules& rules, const double* sums) {
+  if (rules.criterion == kCriterionSquaredError) return SquaredErrorScore(sums[0], sums[1]);
+  ClassScore score;
+  for (int k = 0; k < rules.width; ++k) score.Add(rules, sums[k]);
+  return score.Score(rules);
 }
 
 // A node's histogram of one feature: per bin the distinct rows, and the weighted rows of each
@@ -266,7 +283,7 @@ TFG_HOST_DEVICE inline bool CandidateCut(const SplitRules& rules, const Histogra
   if (left_rows < rules.min_samples_leaf || count - left_rows < rules.min_samples_leaf) {
     return false;
   }
-  double left[kMaxBatchClasses];
+  // CutImprovement's operations, the left sums made and both sides scored in one pass.
   if (rules.criterion == kCriterionSquaredError) {
     long long weight = cumulative.counts[bin];
     long long units = cumulative.values[bin];
@@ -274,20 +291,24 @@ TFG_HOST_DEVICE inline bool CandidateCut(const SplitRules& rules, const Histogra
       weight += static_cast<long long>(cumulative.counts[missing]) - cumulative.counts[before];
       units += cumulative.values[missing] - cumulative.values[before];
     }
-    left[0] = double(weight);
-    left[1] = double(units) * rules.value_unit;
+    const double left_weight = double(weight);
+    const double left_sum = double(units) * rules.value_unit;
+    improvement = SquaredErrorScore(left_weight, left_sum) +
+                  SquaredErrorScore(parent[0] - left_weight, parent[1] - left_sum) - parent_score;
   } else {
     const int width = rules.width;
+    ClassScore left, right;
     for (int k = 0; k < width; ++k) {
       long long sum = cumulative.counts[bin * width + k];
       if (missing_left) {
         sum += static_cast<long long>(cumulative.counts[missing * width + k]) -
                cumulative.counts[before * width + k];
       }
-      left[k] = double(sum);
+      left.Add(rules, double(sum));
+      right.Add(rules, parent[k] - double(sum));
     }
+    improvement = left.Score(rules) + right.Score(rules) - parent_score;
   }
-  improvement = CutImprovement(rules, left, parent, parent_score);
   return improvement > kNoCut;
 }
 

@@ -1,5 +1,6 @@
 #include "models/tree/compact_forest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,50 +23,67 @@ float FloatAtOrBelow(double bound) {
 
 }  // namespace
 
-void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mapper) {
+void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mapper, int threads) {
   numeric_count_ = 0;
   for (int feature = 0; feature < mapper.num_features(); ++feature) {
     if (!mapper.feature(feature).categorical) ++numeric_count_;
   }
-  nodes_.clear();
-  roots_.clear();
-  leaves_.clear();
-  categories_.clear();
-  bits_.clear();
-  // Room for every node and leaf at once: forests of deep trees hold millions.
-  std::size_t total_nodes = 0, total_leaves = 0;
-  for (const Tree& tree : trees) {
-    total_nodes += tree.nodes().size();
-    total_leaves += tree.leaf_values().size();
-  }
-  nodes_.reserve(total_nodes);
-  leaves_.reserve(total_leaves);
-  roots_.reserve(trees.size());
-  for (const Tree& tree : trees) {
-    const auto node_base = static_cast<std::int32_t>(nodes_.size());
-    const auto leaf_base = static_cast<std::int32_t>(leaves_.size());
-    auto link = [&](std::int32_t child) {
-      return child >= 0 ? node_base + child : ~(leaf_base + ~child);
-    };
-    roots_.push_back(tree.nodes().empty() ? ~leaf_base : node_base);
+  // Each tree's first node, leaf, category set and bit word, so that trees are laid out in
+  // parallel (forests of deep trees hold millions of nodes: 300 trees of 15000 leaves took 0.11
+  // s on one thread).
+  const std::size_t tree_count = trees.size();
+  std::vector<std::size_t> node_base(tree_count + 1, 0), leaf_base(tree_count + 1, 0);
+  std::vector<std::size_t> category_base(tree_count + 1, 0), bit_base(tree_count + 1, 0);
+  for (std::size_t at = 0; at < tree_count; ++at) {
+    const Tree& tree = trees[at];
+    std::size_t categorical = 0, bit_words = 0;
     for (const TreeNode& node : tree.nodes()) {
-      Node out;
+      if (!node.categorical) continue;
+      ++categorical;
+      bit_words += static_cast<std::size_t>(node.bitset.end - node.bitset.begin);
+    }
+    node_base[at + 1] = node_base[at] + tree.nodes().size();
+    leaf_base[at + 1] = leaf_base[at] + tree.leaf_values().size();
+    category_base[at + 1] = category_base[at] + categorical;
+    bit_base[at + 1] = bit_base[at] + bit_words;
+  }
+  nodes_.assign(node_base[tree_count], Node{});
+  leaves_.assign(leaf_base[tree_count], 0.0);
+  categories_.assign(category_base[tree_count], {});
+  bits_.assign(bit_base[tree_count], 0u);
+  roots_.assign(tree_count, 0);
+  const int thread_count = tree_count < 8 ? 1 : std::max(1, threads);
+#pragma omp parallel for num_threads(thread_count) schedule(dynamic, 4)
+  for (std::size_t at = 0; at < tree_count; ++at) {
+    const Tree& tree = trees[at];
+    const auto first_node = static_cast<std::int32_t>(node_base[at]);
+    const auto first_leaf = static_cast<std::int32_t>(leaf_base[at]);
+    auto link = [&](std::int32_t child) {
+      return child >= 0 ? first_node + child : ~(first_leaf + ~child);
+    };
+    roots_[at] = tree.nodes().empty() ? ~first_leaf : first_node;
+    std::size_t category = category_base[at];
+    std::size_t bit = bit_base[at];
+    std::size_t out_at = node_base[at];
+    for (const TreeNode& node : tree.nodes()) {
+      Node& out = nodes_[out_at++];
       out.feature = node.feature | (node.categorical ? kCategorical : 0) |
                     (node.default_left ? kDefaultLeft : 0);
       if (node.categorical) {
-        out.payload = static_cast<std::int32_t>(categories_.size());
-        const auto begin = static_cast<std::int32_t>(bits_.size());
-        bits_.insert(bits_.end(), tree.bitsets().begin() + node.bitset.begin,
-                     tree.bitsets().begin() + node.bitset.end);
-        categories_.push_back({begin, static_cast<std::int32_t>(bits_.size())});
+        out.payload = static_cast<std::int32_t>(category);
+        const auto begin = static_cast<std::int32_t>(bit);
+        for (auto word = node.bitset.begin; word < node.bitset.end; ++word) {
+          bits_[bit++] = tree.bitsets()[static_cast<std::size_t>(word)];
+        }
+        categories_[category++] = {begin, static_cast<std::int32_t>(bit)};
       } else {
         out.threshold = FloatAtOrBelow(node.threshold);
       }
       out.left = link(node.left);
       out.right = link(node.right);
-      nodes_.push_back(out);
     }
-    leaves_.insert(leaves_.end(), tree.leaf_values().begin(), tree.leaf_values().end());
+    std::copy(tree.leaf_values().begin(), tree.leaf_values().end(),
+              leaves_.begin() + static_cast<std::ptrdiff_t>(leaf_base[at]));
   }
 }
 

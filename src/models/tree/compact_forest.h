@@ -33,9 +33,9 @@ class CompactForest {
   };
   static_assert(sizeof(Node) == 16);
 
-  // Lays out `trees` (their features index `mapper`'s: numeric first, then categorical). The
-  // forest keeps no reference to `mapper`; Value takes it again.
-  void Build(const std::vector<Tree>& trees, const BinMapper& mapper);
+  // Lays out `trees` (their features index `mapper`'s: numeric first, then categorical) on up to
+  // `threads` threads. The forest keeps no reference to `mapper`; Value takes it again.
+  void Build(const std::vector<Tree>& trees, const BinMapper& mapper, int threads = 1);
 
   int num_trees() const { return static_cast<int>(roots_.size()); }
 
