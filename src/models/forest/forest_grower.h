@@ -137,6 +137,7 @@ class ForestTreeGrower {
   std::vector<double> spare_histogram_;  // the second copy of large nodes' sums (zero between uses)
   std::vector<std::int64_t> spare_bin_rows_;
   std::vector<int> used_;
+  std::vector<std::uint64_t> used_bits_;  // small nodes: a bit per bin in use (zero between uses)
   std::vector<double> parent_;
   std::vector<double> left_;
   std::vector<std::uint64_t> class_counts_;  // extremely randomized trees: left class counts
