@@ -271,7 +271,11 @@ TEST(Cli, FitWithGpusFallsBackToTheCpuWithOneLine) {
       "TABFORGE_INJECT_DRIVER=missing ",
       "fit --train " + data + " --label survived --time-limit 20 --gpus 1 -o " + dir + "/model");
   ASSERT_EQ(fit.status, 0) << fit.output;
-  const std::string line = "GPU: --gpus 1 asked, but no usable GPU (no NVIDIA driver";
+  // The injected driver answer reaches only a CUDA build; a CPU-only build gives its own reason.
+  const std::string line = TABFORGE_TEST_CUDA_BUILD
+                               ? "GPU: --gpus 1 asked, but no usable GPU (no NVIDIA driver"
+                               : "GPU: --gpus 1 asked, but no usable GPU (this tabforge was built "
+                                 "without CUDA support)";
   const std::size_t at = fit.output.find(line);
   ASSERT_NE(at, std::string::npos) << fit.output;
   EXPECT_EQ(fit.output.find(line, at + 1), std::string::npos) << "said more than once";
