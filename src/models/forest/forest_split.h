@@ -139,9 +139,16 @@ TFG_HOST_DEVICE inline void AddBin(const SplitRules& rules, const Histogram& his
 // How much a cut with left sums `left` improves on its node (ForestTreeGrower::Keep's measure).
 TFG_HOST_DEVICE inline double CutImprovement(const SplitRules& rules, const double* left,
                                              const double* parent, double parent_score) {
-  double right[kMaxBatchClasses];
-  for (int k = 0; k < rules.width; ++k) right[k] = parent[k] - left[k];
-  return SplitScore(rules, left) + SplitScore(rules, right) - parent_score;
+  if (rules.criterion == kCriterionSquaredError) {
+    return SquaredErrorScore(left[0], left[1]) +
+           SquaredErrorScore(parent[0] - left[0], parent[1] - left[1]) - parent_score;
+  }
+  ClassScore left_score, right_score;
+  for (int k = 0; k < rules.width; ++k) {
+    left_score.Add(rules, left[k]);
+    right_score.Add(rules, parent[k] - left[k]);
+  }
+  return left_score.Score(rules) + right_score.Score(rules) - parent_score;
 }
 
 // ForestTreeGrower::Keep: the cut with left sums `left` replaces `best` when it improves more.
