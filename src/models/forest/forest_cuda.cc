@@ -124,7 +124,9 @@ class CudaBatchDevice final : public BatchDevice {
     const auto cells = static_cast<std::size_t>(rows_) * static_cast<std::size_t>(slots_);
     weights_.Resize(cells);
     order_.Resize(cells);
+    tags_.Resize(cells);
     spare_.Resize(cells);
+    spare_tags_.Resize(cells);
     order_keys_.Resize(static_cast<std::size_t>(slots_));
     threshold_keys_.Resize(static_cast<std::size_t>(slots_));
     slot_rows_.Resize(static_cast<std::size_t>(slots_));
@@ -139,7 +141,9 @@ class CudaBatchDevice final : public BatchDevice {
     rows_view_.max_bins = mapper.MaxBins();
     trees_view_.weights = weights_.data();
     trees_view_.order = order_.data();
+    trees_view_.tags = tags_.data();
     trees_view_.spare = spare_.data();
+    trees_view_.spare_tags = spare_tags_.data();
     trees_view_.order_keys = order_keys_.data();
     trees_view_.threshold_keys = threshold_keys_.data();
     // The uploads read host vectors freed on return.
@@ -239,13 +243,40 @@ class CudaBatchDevice final : public BatchDevice {
     UploadInto(split_bits_, bits, stream_);
     std::vector<long long> counts(splits.size());
     const std::size_t part =
-        std::size_t(kCallBytes) / (sizeof(kernels::BatchSplit) + sizeof(long long));
+        std::size_t(kCallBytes) / (sizeof(kernels::BatchSplit) + sizeof(long long) + sizeof(int));
     for (std::size_t first = 0; first < splits.size(); first += part) {
       const std::size_t size = std::min(part, splits.size() - first);
+      // A split of more than two chunks goes by chunks; the others by a block each.
+      whole_list_.clear();
+      chunk_list_.clear();
+      large_list_.clear();
+      for (std::size_t at = 0; at < size; ++at) {
+        const kernels::BatchSplit& split = splits[first + at];
+        const int index = static_cast<int>(at);
+        if (split.end - split.begin <= 2 * kernels::kPartitionChunkRows) {
+          whole_list_.push_back(index);
+          continue;
+        }
+        const int first_chunk = static_cast<int>(chunk_list_.size());
+        for (long long begin = split.begin; begin < split.end;
+             begin += kernels::kPartitionChunkRows) {
+          chunk_list_.push_back(kernels::PartitionChunk{
+              begin, std::min(split.end, begin + kernels::kPartitionChunkRows), index});
+        }
+        large_list_.push_back(kernels::LargeSplit{
+            index, first_chunk, static_cast<int>(chunk_list_.size()) - first_chunk});
+      }
       UploadRange(splits_, splits.data() + first, size, stream_);
+      UploadInto(whole_, whole_list_, stream_);
+      UploadInto(chunks_, chunk_list_, stream_);
+      UploadInto(large_, large_list_, stream_);
+      Reserve(chunk_lefts_, chunk_list_.size());
       Reserve(left_counts_, size);
-      kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), static_cast<int>(size),
-                              split_bits_.data(), left_counts_.data(), stream_);
+      kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), split_bits_.data(),
+                              whole_.data(), static_cast<int>(whole_list_.size()), chunks_.data(),
+                              static_cast<int>(chunk_list_.size()), large_.data(),
+                              static_cast<int>(large_list_.size()), chunk_lefts_.data(),
+                              left_counts_.data(), stream_);
       DownloadFrom(counts.data() + first, left_counts_, size, stream_);
     }
     return counts;
@@ -270,6 +301,10 @@ class CudaBatchDevice final : public BatchDevice {
   std::vector<kernels::NodeOutcome> launch_outcomes_;
   std::vector<std::uint32_t> launch_bits_;
   std::vector<double> launch_sums_;
+  // Partition's launch lists (kept to reuse their memory).
+  std::vector<int> whole_list_;
+  std::vector<kernels::PartitionChunk> chunk_list_;
+  std::vector<kernels::LargeSplit> large_list_;
   DeviceArray<std::uint8_t> bins8_;
   DeviceArray<std::uint16_t> bins16_;
   DeviceArray<std::int32_t> classes_;
@@ -279,7 +314,9 @@ class CudaBatchDevice final : public BatchDevice {
   DeviceArray<double> device_xlogx_;
   DeviceArray<std::uint32_t> weights_;
   DeviceArray<std::int32_t> order_;
+  DeviceArray<std::uint64_t> tags_;
   DeviceArray<std::int32_t> spare_;
+  DeviceArray<std::uint64_t> spare_tags_;
   DeviceArray<std::uint64_t> order_keys_;
   DeviceArray<std::uint64_t> threshold_keys_;
   DeviceArray<long long> slot_rows_;
@@ -292,6 +329,10 @@ class CudaBatchDevice final : public BatchDevice {
   DeviceArray<kernels::BatchSplit> splits_;
   DeviceArray<std::uint32_t> split_bits_;
   DeviceArray<long long> left_counts_;
+  DeviceArray<int> whole_;
+  DeviceArray<kernels::PartitionChunk> chunks_;
+  DeviceArray<kernels::LargeSplit> large_;
+  DeviceArray<long long> chunk_lefts_;
   kernels::DeviceRows rows_view_{};
   kernels::DeviceTrees trees_view_{};
 };
@@ -330,12 +371,12 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
     return nullptr;
   }
   // Memory: the shared inputs and the node lists of one call (at most kCallBytes), then per
-  // slot the bootstrap counts, row order and scratch (12 bytes a row).
+  // slot the bootstrap counts, row order and tags and their scratch (28 bytes a row).
   const std::int64_t rows = data.bins->num_rows;
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
   const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 8) +
                              (data.draws > 0 ? data.draws : rows) * 8 + 2 * kCallBytes;
-  const std::int64_t per_slot = rows * 12 + (1ll << 20);
+  const std::int64_t per_slot = rows * 28 + (1ll << 20);
   const std::int64_t fits = (budget - fixed) / per_slot;
   if (fits < 1) {
     why = fmt::format("the GPU's {:.1f} GiB within gpu_memory_fraction {} do not hold {} rows",

@@ -6,6 +6,7 @@
 // CandidateCut, as the host batch device does) and a block reduction keeps the CPU's choice.
 // Extremely randomized trees draw their one cut in thread 0. Partitions are stable: a block
 // scan numbers each side's rows.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "device/cuda_check.h"
@@ -22,13 +23,10 @@ constexpr int kSmallThreads = 128;  // 4 warps, each its own (node, position)
 constexpr std::size_t kSmallBlockBytes = 48 * 1024;
 // The most rows of a node a warp evaluates (fewer when the scratch would pass kSmallBlockBytes).
 constexpr int kSmallMaxRows = 256;
-// The split search's blocks an SM must be able to hold (the registers are budgeted for them): 6
-// (1,536 threads) from Ampere on, 4 on Turing, whose SMs hold 1,024 threads.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+// The split search's blocks an SM must be able to hold (the registers are budgeted for them): 4
+// (1,024 threads, all a Turing SM holds). More, with fewer registers, spill in the row loop, and
+// its gathers wait on the spills: at 6 a block (40 registers) it was slower on an H100.
 constexpr int kEvalBlocksPerSm = 4;
-#else
-constexpr int kEvalBlocksPerSm = 6;
-#endif
 // A small node's bins in use as bits: up to 2048 bins.
 constexpr int kBitmapWords = 64;
 
@@ -57,10 +55,20 @@ __global__ void DrawBootstraps(std::uint32_t* weights, long long rows, int slots
   }
 }
 
-// One block per slot: the rows drawn at least once, ascending.
+// A row's tag: its bootstrap count and its class (0 for regression).
+__device__ std::uint64_t RowTag(std::uint32_t weight, int row_class) {
+  return static_cast<std::uint64_t>(weight) |
+         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(row_class)) << 32);
+}
+
+__device__ std::uint32_t TagWeight(std::uint64_t tag) { return static_cast<std::uint32_t>(tag); }
+
+__device__ int TagClass(std::uint64_t tag) { return static_cast<int>(tag >> 32); }
+
+// One block per slot: the rows drawn at least once, ascending, with their tags.
 __global__ void __launch_bounds__(kScanThreads)
-    CompactRows(const std::uint32_t* weights, std::int32_t* order, long long rows,
-                long long* slot_rows) {
+    CompactRows(const std::uint32_t* weights, const std::int32_t* classes, std::int32_t* order,
+                std::uint64_t* tags, long long rows, long long* slot_rows) {
   using Scan = cub::BlockScan<int, kScanThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ long long base;
@@ -69,10 +77,15 @@ __global__ void __launch_bounds__(kScanThreads)
   __syncthreads();
   for (long long first = 0; first < rows; first += kScanThreads) {
     const long long row = first + threadIdx.x;
-    const int drawn = row < rows && weights[slot * rows + row] > 0 ? 1 : 0;
+    const std::uint32_t weight = row < rows ? weights[slot * rows + row] : 0u;
+    const int drawn = weight > 0 ? 1 : 0;
     int offset = 0, total = 0;
     Scan(scan).ExclusiveSum(drawn, offset, total);
-    if (drawn) order[slot * rows + base + offset] = static_cast<std::int32_t>(row);
+    if (drawn) {
+      const long long at = slot * rows + base + offset;
+      order[at] = static_cast<std::int32_t>(row);
+      tags[at] = RowTag(weight, classes != nullptr ? classes[row] : 0);
+    }
     __syncthreads();
     if (threadIdx.x == 0) base += total;
     __syncthreads();
@@ -258,11 +271,15 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   __shared__ int used;
   __shared__ int feature;
   __shared__ long long lowest, highest;  // regression: the node's smallest and largest target
-  const BatchNode node = nodes[blockIdx.x];
-  const int position = blockIdx.y;
+  // A node's positions are neighbouring blocks: they run at about the same time and read the
+  // same rows, whose bins of all features lie together, mostly from the L2 cache.
+  const long long item = blockIdx.x;  // node_at * positions + position
+  const int node_at = static_cast<int>(item / positions);
+  const int position = static_cast<int>(item - static_cast<long long>(node_at) * positions);
+  const BatchNode node = nodes[node_at];
   const long long base = static_cast<long long>(node.slot) * data.rows;
   const std::int32_t* rows = trees.order + base;
-  const std::uint32_t* weights = trees.weights + base;
+  const std::uint64_t* tags = trees.tags + base;
   if (threadIdx.x == 0) {
     feature = FeatureAtPosition(trees.order_keys[node.slot], node.key, first_position + position,
                                 rules.features, order);
@@ -305,18 +322,20 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   bool seen = false;
   for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
     const std::int32_t row = rows[at];
+    const std::uint64_t tag = tags[at];
+    const std::uint32_t weight = TagWeight(tag);
     const int bin = BinAt(data, row, feature_index);
     if (regression) {
       const long long units = data.target_units[row];
-      atomicAdd(&counts[bin], weights[row]);
+      atomicAdd(&counts[bin], weight);
       // Two's-complement sums: unsigned adds give the signed total.
       atomicAdd(reinterpret_cast<unsigned long long*>(&values[bin]),
-                static_cast<unsigned long long>(static_cast<long long>(weights[row]) * units));
+                static_cast<unsigned long long>(static_cast<long long>(weight) * units));
       my_lowest = seen && my_lowest < units ? my_lowest : units;
       my_highest = seen && my_highest > units ? my_highest : units;
       seen = true;
     } else {
-      atomicAdd(&counts[bin * width + data.classes[row]], weights[row]);
+      atomicAdd(&counts[bin * width + TagClass(tag)], weight);
     }
     atomicAdd(&bin_rows[bin], 1u);
   }
@@ -350,9 +369,8 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   __shared__ double parent[kMaxBatchClasses];
   __shared__ double parent_score;
   __shared__ int splittable;
-  const long long slot = blockIdx.x * static_cast<long long>(positions) + position;
-  FeatureCut& cut = cuts[slot];
-  std::uint32_t* bits = cut_bits + slot * words;
+  FeatureCut& cut = cuts[item];
+  std::uint32_t* bits = cut_bits + item * words;
   if (threadIdx.x == 0) {
     const bool constant = regression && lowest == highest;
     if (cumulative) {
@@ -365,8 +383,7 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
               : 0;
     }
     if (first_position == 0 && position == 0) {
-      for (int k = 0; k < width; ++k)
-        sums[blockIdx.x * static_cast<long long>(width) + k] = parent[k];
+      for (int k = 0; k < width; ++k) sums[node_at * static_cast<long long>(width) + k] = parent[k];
     }
     parent_score = SplitScore(rules, parent);
   }
@@ -472,6 +489,7 @@ __global__ void __launch_bounds__(kSmallThreads)
   const BatchNode node = nodes[node_at];
   const long long base = static_cast<long long>(node.slot) * data.rows;
   const std::int32_t* node_rows = trees.order + base + node.begin;
+  const std::uint64_t* node_tags = trees.tags + base + node.begin;
   const int count = static_cast<int>(node.end - node.begin);
   int feature = 0;
   if (lane == 0) {
@@ -484,8 +502,8 @@ __global__ void __launch_bounds__(kSmallThreads)
   // Regression: the node's targets all one value (its smallest and largest, lane by lane).
   long long lowest = 0, highest = 0;
   bool seen = false;
-  auto add_row = [&](std::int32_t row, int rank) {
-    const std::uint32_t weight = trees.weights[base + row];
+  auto add_row = [&](std::int32_t row, std::uint64_t tag, int rank) {
+    const std::uint32_t weight = TagWeight(tag);
     if (regression) {
       const long long units = data.target_units[row];
       atomicAdd(&counts[rank], weight);
@@ -495,7 +513,7 @@ __global__ void __launch_bounds__(kSmallThreads)
       highest = seen && highest > units ? highest : units;
       seen = true;
     } else {
-      atomicAdd(&counts[rank * width + data.classes[row]], weight);
+      atomicAdd(&counts[rank * width + TagClass(tag)], weight);
     }
     atomicAdd(&bin_rows[rank], 1u);
   };
@@ -511,9 +529,11 @@ __global__ void __launch_bounds__(kSmallThreads)
   if (count <= 32) {
     const bool in = lane < count;
     std::int32_t row = 0;
+    std::uint64_t tag = 0;
     int bin = -1 - lane;  // lanes past the rows match no other
     if (in) {
       row = node_rows[lane];
+      tag = node_tags[lane];
       bin = BinAt(data, row, feature);
     }
     const unsigned same = __match_any_sync(0xffffffffu, bin);
@@ -528,7 +548,7 @@ __global__ void __launch_bounds__(kSmallThreads)
     clear_cells();
     if (in) {
       if (((leaders >> lane) & 1u) != 0u) used_bins[rank] = bin;
-      add_row(row, rank);
+      add_row(row, tag, rank);
     }
   } else {
     const int bitmap_words = (info.num_bins + 31) / 32;
@@ -564,7 +584,7 @@ __global__ void __launch_bounds__(kSmallThreads)
       const int bin = BinAt(data, row, feature);
       const int rank =
           ranks_before[bin / 32] + __popc(bitmap[bin / 32] & ((1u << (bin % 32)) - 1u));
-      add_row(row, rank);
+      add_row(row, node_tags[at], rank);
     }
   }
   bool constant = false;
@@ -681,51 +701,133 @@ __global__ void CombineNodeCuts(const FeatureCut* cuts, const std::uint32_t* cut
   for (int word = 0; word < words; ++word) bits[word] = chosen >= 0 ? from[word] : 0u;
 }
 
-// One block per split: each side's rows numbered by a block scan, written to the scratch in
-// order, then copied back.
-__global__ void __launch_bounds__(kScanThreads)
-    PartitionSplit(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
-                   const std::uint32_t* bits, long long* left_counts) {
+// Whether a row of bin `bin` goes to the split's left child.
+__device__ int GoesLeft(const BatchSplit& split, const std::uint32_t* bits, int bin) {
+  if (split.categorical) {
+    return bin / 32 < split.bits_words && ((bits[split.bits_begin + bin / 32] >> (bin % 32)) & 1u);
+  }
+  return bin == split.missing_bin ? split.default_left : bin <= split.threshold_bin;
+}
+
+// Writes the split's rows at [first, last) to their places in the scratch (tags beside them), a
+// block scan numbering each side's rows; `lefts_before` rows of the split before `first` go
+// left. Returns (in every thread) the rows of the range that go left.
+__device__ long long PartitionRange(const DeviceRows& data, const DeviceTrees& trees,
+                                    const BatchSplit& split, const std::uint32_t* bits,
+                                    long long first, long long last, long long lefts_before) {
   using Scan = cub::BlockScan<int, kScanThreads>;
   __shared__ typename Scan::TempStorage scan;
-  __shared__ long long left_seen;
-  const BatchSplit split = splits[blockIdx.x];
   const long long base = static_cast<long long>(split.slot) * data.rows;
-  std::int32_t* order = trees.order + base;
+  const std::int32_t* order = trees.order + base;
+  const std::uint64_t* tags = trees.tags + base;
   std::int32_t* spare = trees.spare + base;
-  if (threadIdx.x == 0) left_seen = 0;
-  __syncthreads();
-  for (long long first = split.begin; first < split.end; first += kScanThreads) {
-    const long long at = first + threadIdx.x;
+  std::uint64_t* spare_tags = trees.spare_tags + base;
+  long long lefts = 0;
+  for (long long tile = first; tile < last; tile += kScanThreads) {
+    const long long at = tile + threadIdx.x;
     int left = 0;
     std::int32_t row = 0;
-    if (at < split.end) {
+    if (at < last) {
       row = order[at];
-      const int bin = BinAt(data, row, split.feature);
-      if (split.categorical) {
-        left =
-            bin / 32 < split.bits_words && ((bits[split.bits_begin + bin / 32] >> (bin % 32)) & 1u);
-      } else {
-        left = bin == split.missing_bin ? split.default_left : bin <= split.threshold_bin;
-      }
+      left = GoesLeft(split, bits, BinAt(data, row, split.feature));
     }
     int offset = 0, total = 0;
     Scan(scan).ExclusiveSum(left, offset, total);
-    if (at < split.end) {
-      const long long lefts_before = left_seen + offset;
+    if (at < last) {
+      const long long lefts_to_here = lefts_before + lefts + offset;
       const long long target =
-          left ? split.begin + lefts_before
-               : split.begin + split.left_rows + (at - split.begin - lefts_before);
-      if (target >= split.begin && target < split.end) spare[target] = row;
+          left ? split.begin + lefts_to_here
+               : split.begin + split.left_rows + (at - split.begin - lefts_to_here);
+      if (target >= split.begin && target < split.end) {
+        spare[target] = row;
+        spare_tags[target] = tags[at];
+      }
     }
+    lefts += total;
+    __syncthreads();  // before the scan's storage is used again
+  }
+  return lefts;
+}
+
+// Copies rows [first, last) of a slot's scratch back to its order, tags beside them.
+__device__ void CopyBack(const DeviceTrees& trees, long long base, long long first,
+                         long long last) {
+  for (long long at = first + threadIdx.x; at < last; at += kScanThreads) {
+    trees.order[base + at] = trees.spare[base + at];
+    trees.tags[base + at] = trees.spare_tags[base + at];
+  }
+}
+
+// One block per split of `which` (indices into splits): the whole split's rows.
+__global__ void __launch_bounds__(kScanThreads)
+    PartitionSplit(DeviceRows data, DeviceTrees trees, const BatchSplit* splits, const int* which,
+                   const std::uint32_t* bits, long long* left_counts) {
+  const int index = which[blockIdx.x];
+  const BatchSplit split = splits[index];
+  const long long lefts = PartitionRange(data, trees, split, bits, split.begin, split.end, 0);
+  __syncthreads();  // every write to the scratch before it is read back
+  CopyBack(trees, static_cast<long long>(split.slot) * data.rows, split.begin, split.end);
+  if (threadIdx.x == 0) left_counts[index] = lefts;
+}
+
+// Large splits go in chunks of rows, a block each: their rows going left are counted, each
+// chunk's count of lefts before it found by a scan over its split's chunks, and then each
+// chunk's rows are placed as PartitionSplit places them.
+__global__ void __launch_bounds__(kScanThreads)
+    CountChunkLefts(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
+                    const PartitionChunk* chunks, const std::uint32_t* bits,
+                    long long* chunk_lefts) {
+  using Reduce = cub::BlockReduce<int, kScanThreads>;
+  __shared__ typename Reduce::TempStorage reduce;
+  const PartitionChunk chunk = chunks[blockIdx.x];
+  const BatchSplit split = splits[chunk.split];
+  const std::int32_t* order = trees.order + static_cast<long long>(split.slot) * data.rows;
+  int lefts = 0;  // a chunk holds fewer rows than an int counts
+  for (long long at = chunk.begin + threadIdx.x; at < chunk.end; at += kScanThreads) {
+    lefts += GoesLeft(split, bits, BinAt(data, order[at], split.feature));
+  }
+  const int total = Reduce(reduce).Sum(lefts);
+  if (threadIdx.x == 0) chunk_lefts[blockIdx.x] = total;
+}
+
+// One block per large split: its chunks' counts become counts of lefts before each chunk, and
+// their total the split's.
+__global__ void __launch_bounds__(kScanThreads)
+    ScanChunkLefts(const LargeSplit* large, long long* chunk_lefts, long long* left_counts) {
+  using Scan = cub::BlockScan<long long, kScanThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ long long carry;
+  const LargeSplit split = large[blockIdx.x];
+  if (threadIdx.x == 0) carry = 0;
+  __syncthreads();
+  for (int tile = 0; tile < split.chunks; tile += kScanThreads) {
+    const int at = tile + static_cast<int>(threadIdx.x);
+    const long long count = at < split.chunks ? chunk_lefts[split.first_chunk + at] : 0;
+    long long before = 0, total = 0;
+    Scan(scan).ExclusiveSum(count, before, total);
+    if (at < split.chunks) chunk_lefts[split.first_chunk + at] = carry + before;
     __syncthreads();
-    if (threadIdx.x == 0) left_seen += total;
+    if (threadIdx.x == 0) carry += total;
     __syncthreads();
   }
-  for (long long at = split.begin + threadIdx.x; at < split.end; at += kScanThreads) {
-    order[at] = spare[at];
-  }
-  if (threadIdx.x == 0) left_counts[blockIdx.x] = left_seen;
+  if (threadIdx.x == 0) left_counts[split.split] = carry;
+}
+
+__global__ void __launch_bounds__(kScanThreads)
+    PlaceChunk(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
+               const PartitionChunk* chunks, const std::uint32_t* bits,
+               const long long* lefts_before) {
+  const PartitionChunk chunk = chunks[blockIdx.x];
+  const BatchSplit split = splits[chunk.split];
+  PartitionRange(data, trees, split, bits, chunk.begin, chunk.end, lefts_before[blockIdx.x]);
+}
+
+__global__ void __launch_bounds__(kScanThreads)
+    CopyChunkBack(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
+                  const PartitionChunk* chunks) {
+  const PartitionChunk chunk = chunks[blockIdx.x];
+  CopyBack(trees, static_cast<long long>(splits[chunk.split].slot) * data.rows, chunk.begin,
+           chunk.end);
 }
 
 int GridFor(long long count, int threads) {
@@ -747,7 +849,8 @@ void StartTrees(const DeviceRows& data, const DeviceTrees& trees, int slots,
     FillWeights<<<GridFor(cells, 256), 256, 0, stream>>>(trees.weights, cells, 1u);
   }
   TFG_CUDA_CHECK(cudaGetLastError());
-  CompactRows<<<slots, kScanThreads, 0, stream>>>(trees.weights, trees.order, data.rows, slot_rows);
+  CompactRows<<<slots, kScanThreads, 0, stream>>>(trees.weights, data.classes, trees.order,
+                                                  trees.tags, data.rows, slot_rows);
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -782,9 +885,9 @@ void EvaluateLarge(const DeviceRows& data, const DeviceTrees& trees, const Split
   TFG_CUDA_CHECK(cudaFuncSetAttribute(EvaluateFeature,
                                       cudaFuncAttributePreferredSharedMemoryCarveout,
                                       static_cast<int>(cudaSharedmemCarveoutMaxShared)));
-  const dim3 grid(static_cast<unsigned>(node_count), static_cast<unsigned>(positions));
-  EvaluateFeature<<<grid, kEvalThreads, shared, stream>>>(data, trees, rules, nodes, first_position,
-                                                          positions, cuts, cut_bits, words, sums);
+  const auto blocks = static_cast<unsigned>(static_cast<long long>(node_count) * positions);
+  EvaluateFeature<<<blocks, kEvalThreads, shared, stream>>>(
+      data, trees, rules, nodes, first_position, positions, cuts, cut_bits, words, sums);
   TFG_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -840,11 +943,24 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
 }
 
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    int split_count, const std::uint32_t* bits, long long* left_counts,
+                    const std::uint32_t* bits, const int* whole, int whole_count,
+                    const PartitionChunk* chunks, int chunk_count, const LargeSplit* large,
+                    int large_count, long long* chunk_lefts, long long* left_counts,
                     Stream stream) {
-  if (split_count == 0) return;
-  PartitionSplit<<<split_count, kScanThreads, 0, stream>>>(data, trees, splits, bits, left_counts);
-  TFG_CUDA_CHECK(cudaGetLastError());
+  if (whole_count > 0) {
+    PartitionSplit<<<whole_count, kScanThreads, 0, stream>>>(data, trees, splits, whole, bits,
+                                                             left_counts);
+    TFG_CUDA_CHECK(cudaGetLastError());
+  }
+  if (chunk_count > 0) {
+    CountChunkLefts<<<chunk_count, kScanThreads, 0, stream>>>(data, trees, splits, chunks, bits,
+                                                              chunk_lefts);
+    ScanChunkLefts<<<large_count, kScanThreads, 0, stream>>>(large, chunk_lefts, left_counts);
+    PlaceChunk<<<chunk_count, kScanThreads, 0, stream>>>(data, trees, splits, chunks, bits,
+                                                         chunk_lefts);
+    CopyChunkBack<<<chunk_count, kScanThreads, 0, stream>>>(data, trees, splits, chunks);
+    TFG_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 }  // namespace tabforge::forest::kernels

@@ -58,11 +58,16 @@ struct DeviceRows {
 };
 
 // The slots' per-tree state: weights[slot * rows + row] (bootstrap counts) and the slot's row
-// order order[slot * rows + i], i < slot_rows[slot]; per slot the randomness keys.
+// order order[slot * rows + i], i < slot_rows[slot], with each row's tag beside it in tags (its
+// bootstrap count in the low 32 bits, its class in the high 32; partitions move both, so a
+// node's rows read their counts and classes in order instead of gathering them); per slot the
+// randomness keys.
 struct DeviceTrees {
   std::uint32_t* weights;
   std::int32_t* order;
-  std::int32_t* spare;  // partition scratch, as large as order
+  std::uint64_t* tags;
+  std::int32_t* spare;        // partition scratch, as large as order
+  std::uint64_t* spare_tags;  // and as large as tags
   const std::uint64_t* order_keys;
   const std::uint64_t* threshold_keys;
 };
@@ -99,9 +104,29 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
                    int words, double* sums, NodeOutcome* outcomes, std::uint32_t* out_bits,
                    Stream stream);
 
-// Partitions each split's rows (BatchSplit); left_counts[i] receives the rows sent left.
+// A part of a large split's rows, [begin, end), partitioned by a block of its own.
+struct PartitionChunk {
+  long long begin;
+  long long end;
+  int split;  // index into the splits
+};
+
+// A large split's chunks: [first_chunk, first_chunk + chunks) of the chunk list, in row order.
+struct LargeSplit {
+  int split;
+  int first_chunk;
+  int chunks;
+};
+
+// Splits of more rows than this go in chunks of it (PartitionChunk), several blocks at once.
+constexpr long long kPartitionChunkRows = 8192;
+
+// Partitions each split's rows (BatchSplit): the splits listed in `whole` by a block each, the
+// large ones by chunks (chunk_lefts: scratch of a count per chunk). left_counts[i] receives the
+// rows split i sent left.
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    int split_count, const std::uint32_t* bits, long long* left_counts,
-                    Stream stream);
+                    const std::uint32_t* bits, const int* whole, int whole_count,
+                    const PartitionChunk* chunks, int chunk_count, const LargeSplit* large,
+                    int large_count, long long* chunk_lefts, long long* left_counts, Stream stream);
 
 }  // namespace tabforge::forest::kernels
