@@ -207,7 +207,9 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     const bool pilot = limited || spec.max_leaf_nodes > 0;
     std::vector<std::unique_ptr<BatchDevice>> devices;
     std::string why, device_name;
+    Stopwatch wait_watch;
     if (warm_up.joinable()) warm_up.join();
+    const double wait_seconds = wait_watch.Seconds();
     Stopwatch setup_watch;
     if (wanted > (pilot ? 8 : 1)) {
       const int workers = std::clamp(thread_count / 4, 2, 4);
@@ -332,12 +334,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         total.replay_seconds += each.replay_seconds;
       }
       model.report_.device_note = fmt::format(
-          "{} batches on {} host threads at once, {} rounds, {} node evaluations: device set-up "
-          "{:.3f} s, first batch alone {:.3f} s, the others {:.3f} s; bootstrap {:.3f} s, "
-          "evaluate {:.3f} s, partition {:.3f} s, host replay {:.3f} s (summed over the threads)",
-          total.batches, workers, total.rounds, total.nodes, setup_seconds, pilot_seconds,
-          batches_seconds, total.start_seconds, total.evaluate_seconds, total.partition_seconds,
-          total.replay_seconds);
+          "{} batches on {} host threads at once, {} rounds, {} node evaluations: binning {:.3f} "
+          "s, then waiting for the CUDA runtime {:.3f} s, device set-up {:.3f} s, first batch "
+          "alone {:.3f} "
+          "s, the others {:.3f} s; bootstrap {:.3f} s, evaluate {:.3f} s, partition {:.3f} s, "
+          "host replay {:.3f} s (summed over the threads)",
+          total.batches, workers, total.rounds, total.nodes, model.report_.bin_seconds,
+          wait_seconds, setup_seconds, pilot_seconds, batches_seconds, total.start_seconds,
+          total.evaluate_seconds, total.partition_seconds, total.replay_seconds);
       if (out_of_bag != nullptr) {
 #pragma omp parallel num_threads(thread_count)
         {
@@ -379,6 +383,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     }
   }
   if (failure) std::rethrow_exception(failure);
+  Stopwatch keep_watch;
   // Keep the trees grown, in order; regression leaves hold the uncentred means. The leaf
   // outputs are copied once into room reserved for all of them (letter's 26 classes make them
   // about 100 MB: grown by doubling they took a quarter of the fit), each tree's freed as it goes.
@@ -402,6 +407,10 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
   model.report_.trees = static_cast<int>(model.trees_.size());
   model.report_.stop_reason = model.report_.trees == wanted ? "n_estimators reached" : "deadline";
   model.Layout(thread_count);
+  if (on_device) {
+    model.report_.device_note +=
+        fmt::format("; trees kept and laid out {:.3f} s", keep_watch.Seconds());
+  }
 
   if (out_of_bag != nullptr) {
     // Each row: the mean over the trees that did not train on it, summed in tree order.

@@ -246,13 +246,19 @@ class CudaBatchDevice final : public BatchDevice {
         std::size_t(kCallBytes) / (sizeof(kernels::BatchSplit) + sizeof(long long) + sizeof(int));
     for (std::size_t first = 0; first < splits.size(); first += part) {
       const std::size_t size = std::min(part, splits.size() - first);
-      // A split of more than two chunks goes by chunks; the others by a block each.
+      // A small split goes by a warp, one of more than two chunks by chunks, the others by a
+      // block each.
+      small_list_.clear();
       whole_list_.clear();
       chunk_list_.clear();
       large_list_.clear();
       for (std::size_t at = 0; at < size; ++at) {
         const kernels::BatchSplit& split = splits[first + at];
         const int index = static_cast<int>(at);
+        if (split.end - split.begin <= kernels::kWarpSplitRows) {
+          small_list_.push_back(index);
+          continue;
+        }
         if (split.end - split.begin <= 2 * kernels::kPartitionChunkRows) {
           whole_list_.push_back(index);
           continue;
@@ -267,15 +273,18 @@ class CudaBatchDevice final : public BatchDevice {
             index, first_chunk, static_cast<int>(chunk_list_.size()) - first_chunk});
       }
       UploadRange(splits_, splits.data() + first, size, stream_);
+      UploadInto(small_, small_list_, stream_);
       UploadInto(whole_, whole_list_, stream_);
       UploadInto(chunks_, chunk_list_, stream_);
       UploadInto(large_, large_list_, stream_);
       Reserve(chunk_lefts_, chunk_list_.size());
       Reserve(left_counts_, size);
-      kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), split_bits_.data(),
-                              whole_.data(), static_cast<int>(whole_list_.size()), chunks_.data(),
-                              static_cast<int>(chunk_list_.size()), large_.data(),
-                              static_cast<int>(large_list_.size()), chunk_lefts_.data(),
+      const kernels::PartitionLists lists{small_.data(),      static_cast<int>(small_list_.size()),
+                                          whole_.data(),      static_cast<int>(whole_list_.size()),
+                                          chunks_.data(),     static_cast<int>(chunk_list_.size()),
+                                          large_.data(),      static_cast<int>(large_list_.size()),
+                                          chunk_lefts_.data()};
+      kernels::PartitionNodes(rows_view_, trees_view_, splits_.data(), split_bits_.data(), lists,
                               left_counts_.data(), stream_);
       DownloadFrom(counts.data() + first, left_counts_, size, stream_);
     }
@@ -302,6 +311,7 @@ class CudaBatchDevice final : public BatchDevice {
   std::vector<std::uint32_t> launch_bits_;
   std::vector<double> launch_sums_;
   // Partition's launch lists (kept to reuse their memory).
+  std::vector<int> small_list_;
   std::vector<int> whole_list_;
   std::vector<kernels::PartitionChunk> chunk_list_;
   std::vector<kernels::LargeSplit> large_list_;
@@ -329,6 +339,7 @@ class CudaBatchDevice final : public BatchDevice {
   DeviceArray<kernels::BatchSplit> splits_;
   DeviceArray<std::uint32_t> split_bits_;
   DeviceArray<long long> left_counts_;
+  DeviceArray<int> small_;
   DeviceArray<int> whole_;
   DeviceArray<kernels::PartitionChunk> chunks_;
   DeviceArray<kernels::LargeSplit> large_;

@@ -16,7 +16,10 @@ namespace tabforge::forest::kernels {
 namespace {
 
 constexpr int kScanThreads = 512;
+constexpr int kWarpSplitsPerBlock = 8;
 constexpr int kEvalThreads = 256;
+// A node of at most this many rows a thread of the split search holds them in registers.
+constexpr int kSparseRowsPerThread = 4;
 constexpr int kSmallThreads = 128;  // 4 warps, each its own (node, position)
 // The most shared memory a block of small nodes takes (many classes or features need more; their
 // nodes go to the block per node).
@@ -287,11 +290,11 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
     used = 0;
   }
   const long long count = node.end - node.begin;
-  // A node of at most a row per thread (most nodes of deep trees) clears only its own bins'
-  // cells and lists its bins from a bit per bin; a larger one clears the whole histogram and
-  // lists its bins by scanning them.
+  // A node of at most kSparseRowsPerThread rows a thread (most nodes the warps leave) holds its
+  // rows in registers, clears only its own bins' cells and lists its bins from a bit per bin; a
+  // larger one clears the whole histogram and lists its bins by scanning them.
   const int bitmap_words = (data.max_bins + 31) / 32;
-  const bool small = count <= kEvalThreads && bitmap_words <= kBitmapWords;
+  const bool small = count <= kSparseRowsPerThread * kEvalThreads && bitmap_words <= kBitmapWords;
   __shared__ std::uint32_t bitmap[kBitmapWords];
   if (small) {
     for (int word = threadIdx.x; word < bitmap_words; word += blockDim.x) bitmap[word] = 0;
@@ -306,25 +309,10 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   __syncthreads();
   const int feature_index = feature;
   const FeatureInfo info = data.features[feature_index];
-  if (small) {
-    if (threadIdx.x < count) {
-      const int bin = BinAt(data, rows[node.begin + threadIdx.x], feature_index);
-      for (int k = 0; k < count_width; ++k) counts[bin * count_width + k] = 0;
-      if (regression) values[bin] = 0;
-      bin_rows[bin] = 0;
-      atomicOr(&bitmap[bin / 32], 1u << (bin % 32));
-    }
-    // The serial search of extremely randomized trees reads the missing bin's rows.
-    if (threadIdx.x == 0) bin_rows[info.num_bins - 1] = 0;
-    __syncthreads();
-  }
   long long my_lowest = 0, my_highest = 0;  // regression: this thread's target range
   bool seen = false;
-  for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
-    const std::int32_t row = rows[at];
-    const std::uint64_t tag = tags[at];
+  auto add_row = [&](std::int32_t row, std::uint64_t tag, int bin) {
     const std::uint32_t weight = TagWeight(tag);
-    const int bin = BinAt(data, row, feature_index);
     if (regression) {
       const long long units = data.target_units[row];
       atomicAdd(&counts[bin], weight);
@@ -338,6 +326,38 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
       atomicAdd(&counts[bin * width + TagClass(tag)], weight);
     }
     atomicAdd(&bin_rows[bin], 1u);
+  };
+  if (small) {
+    std::int32_t held_rows[kSparseRowsPerThread];
+    std::uint64_t held_tags[kSparseRowsPerThread];
+    int held_bins[kSparseRowsPerThread];
+#pragma unroll
+    for (int held = 0; held < kSparseRowsPerThread; ++held) {
+      const long long at = node.begin + threadIdx.x + held * kEvalThreads;
+      held_bins[held] = -1;
+      if (at < node.end) {
+        held_rows[held] = rows[at];
+        held_tags[held] = tags[at];
+        const int bin = BinAt(data, held_rows[held], feature_index);
+        held_bins[held] = bin;
+        for (int k = 0; k < count_width; ++k) counts[bin * count_width + k] = 0;
+        if (regression) values[bin] = 0;
+        bin_rows[bin] = 0;
+        atomicOr(&bitmap[bin / 32], 1u << (bin % 32));
+      }
+    }
+    // The serial search of extremely randomized trees reads the missing bin's rows.
+    if (threadIdx.x == 0) bin_rows[info.num_bins - 1] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int held = 0; held < kSparseRowsPerThread; ++held) {
+      if (held_bins[held] >= 0) add_row(held_rows[held], held_tags[held], held_bins[held]);
+    }
+  } else {
+    for (long long at = node.begin + threadIdx.x; at < node.end; at += blockDim.x) {
+      const std::int32_t row = rows[at];
+      add_row(row, tags[at], BinAt(data, row, feature_index));
+    }
   }
   if (regression && seen) {
     // One update of the node's range per thread, not per row.
@@ -758,6 +778,54 @@ __device__ void CopyBack(const DeviceTrees& trees, long long base, long long fir
   }
 }
 
+// A warp per split of `which` (indices into splits), kWarpSplitsPerBlock a block: the rows of
+// a small split, 32 at a time, each side's numbered by a ballot.
+__global__ void __launch_bounds__(32 * kWarpSplitsPerBlock)
+    PartitionSmallSplits(DeviceRows data, DeviceTrees trees, const BatchSplit* splits,
+                         const int* which, int count, const std::uint32_t* bits,
+                         long long* left_counts) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int at_split = static_cast<int>(blockIdx.x) * kWarpSplitsPerBlock + threadIdx.x / 32;
+  if (at_split >= count) return;
+  const int index = which[at_split];
+  const BatchSplit split = splits[index];
+  const long long base = static_cast<long long>(split.slot) * data.rows;
+  const std::int32_t* order = trees.order + base;
+  const std::uint64_t* tags = trees.tags + base;
+  std::int32_t* spare = trees.spare + base;
+  std::uint64_t* spare_tags = trees.spare_tags + base;
+  long long lefts = 0;
+  const unsigned below = (1u << lane) - 1u;
+  for (long long tile = split.begin; tile < split.end; tile += 32) {
+    const long long at = tile + lane;
+    const bool in = at < split.end;
+    std::int32_t row = 0;
+    int left = 0;
+    if (in) {
+      row = order[at];
+      left = GoesLeft(split, bits, BinAt(data, row, split.feature));
+    }
+    const unsigned lefts_here = __ballot_sync(0xffffffffu, left != 0);
+    if (in) {
+      const long long lefts_to_here = lefts + __popc(lefts_here & below);
+      const long long target =
+          left ? split.begin + lefts_to_here
+               : split.begin + split.left_rows + (at - split.begin - lefts_to_here);
+      if (target >= split.begin && target < split.end) {
+        spare[target] = row;
+        spare_tags[target] = tags[at];
+      }
+    }
+    lefts += __popc(lefts_here);
+  }
+  __syncwarp();  // every write to the scratch before it is read back
+  for (long long at = split.begin + lane; at < split.end; at += 32) {
+    trees.order[base + at] = spare[at];
+    trees.tags[base + at] = spare_tags[at];
+  }
+  if (lane == 0) left_counts[index] = lefts;
+}
+
 // One block per split of `which` (indices into splits): the whole split's rows.
 __global__ void __launch_bounds__(kScanThreads)
     PartitionSplit(DeviceRows data, DeviceTrees trees, const BatchSplit* splits, const int* which,
@@ -943,10 +1011,23 @@ void EvaluateNodes(const DeviceRows& data, const DeviceTrees& trees, const Split
 }
 
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    const std::uint32_t* bits, const int* whole, int whole_count,
-                    const PartitionChunk* chunks, int chunk_count, const LargeSplit* large,
-                    int large_count, long long* chunk_lefts, long long* left_counts,
+                    const std::uint32_t* bits, const PartitionLists& lists, long long* left_counts,
                     Stream stream) {
+  const int* small = lists.small;
+  const int small_count = lists.small_count;
+  const int* whole = lists.whole;
+  const int whole_count = lists.whole_count;
+  const PartitionChunk* chunks = lists.chunks;
+  const int chunk_count = lists.chunk_count;
+  const LargeSplit* large = lists.large;
+  const int large_count = lists.large_count;
+  long long* chunk_lefts = lists.chunk_lefts;
+  if (small_count > 0) {
+    PartitionSmallSplits<<<(small_count + kWarpSplitsPerBlock - 1) / kWarpSplitsPerBlock,
+                           32 * kWarpSplitsPerBlock, 0, stream>>>(data, trees, splits, small,
+                                                                  small_count, bits, left_counts);
+    TFG_CUDA_CHECK(cudaGetLastError());
+  }
   if (whole_count > 0) {
     PartitionSplit<<<whole_count, kScanThreads, 0, stream>>>(data, trees, splits, whole, bits,
                                                              left_counts);

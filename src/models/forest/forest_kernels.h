@@ -118,15 +118,30 @@ struct LargeSplit {
   int chunks;
 };
 
-// Splits of more rows than this go in chunks of it (PartitionChunk), several blocks at once.
+// Splits of at most this many rows are partitioned by a warp each.
+constexpr long long kWarpSplitRows = 1024;
+// Splits of more than two of these go in chunks of it (PartitionChunk), several blocks at once;
+// the others by a block each.
 constexpr long long kPartitionChunkRows = 8192;
 
-// Partitions each split's rows (BatchSplit): the splits listed in `whole` by a block each, the
-// large ones by chunks (chunk_lefts: scratch of a count per chunk). left_counts[i] receives the
-// rows split i sent left.
+// How the splits of a PartitionNodes call are shared out (indices into its splits; device
+// memory).
+struct PartitionLists {
+  const int* small;  // a warp each
+  int small_count;
+  const int* whole;  // a block each
+  int whole_count;
+  const PartitionChunk* chunks;  // a block per chunk of the large splits
+  int chunk_count;
+  const LargeSplit* large;
+  int large_count;
+  long long* chunk_lefts;  // scratch, a count per chunk
+};
+
+// Partitions each split's rows (BatchSplit) as `lists` shares them out. left_counts[i] receives
+// the rows split i sent left.
 void PartitionNodes(const DeviceRows& data, const DeviceTrees& trees, const BatchSplit* splits,
-                    const std::uint32_t* bits, const int* whole, int whole_count,
-                    const PartitionChunk* chunks, int chunk_count, const LargeSplit* large,
-                    int large_count, long long* chunk_lefts, long long* left_counts, Stream stream);
+                    const std::uint32_t* bits, const PartitionLists& lists, long long* left_counts,
+                    Stream stream);
 
 }  // namespace tabforge::forest::kernels
