@@ -144,13 +144,12 @@ __device__ void SetChannelCell(std::uint32_t* counts, long long* values, std::ui
 
 // Turns the histogram cells of the `used` bins in use into cumulative sums over them, channel
 // by channel. Every sum is whole, so any order of adding gives the same cells. At most 32 bins
-// (most nodes of deep trees): warp 0's shuffles, no block barrier but the last. At most a bin per
-// thread: one block scan per channel. More: block scans carried from chunk to chunk.
+// (most nodes of deep trees): warp 0's shuffles, no block barrier but the last. More: a run of
+// bins a thread and one block scan per channel.
 __device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32_t* bin_rows,
                            const int* used_bins, int used, int count_width, bool regression) {
   using CellScan = cub::BlockScan<long long, kEvalThreads>;
   __shared__ typename CellScan::TempStorage scan;
-  __shared__ long long carry;
   const int channels = count_width + (regression ? 1 : 0) + 1;
   if (used <= 32) {
     if (threadIdx.x < 32) {
@@ -172,40 +171,24 @@ __device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32
     __syncthreads();
     return;
   }
-  if (used <= kEvalThreads) {
-    const int at = static_cast<int>(threadIdx.x);
-    const int bin = at < used ? used_bins[at] : 0;
-    for (int channel = 0; channel < channels; ++channel) {
-      const long long value =
-          at < used ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
-                    : 0;
-      long long sum = 0;
-      CellScan(scan).InclusiveSum(value, sum);
-      if (at < used)
-        SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression, sum);
-      __syncthreads();  // before the scan's storage is used again
-    }
-    return;
-  }
+  // Each thread takes a run of neighbouring bins in use: it sums them, one block scan per
+  // channel gives the sum before the run, and the thread writes the run's cumulative cells.
+  const int per_thread = (used + kEvalThreads - 1) / kEvalThreads;
+  const int first = static_cast<int>(threadIdx.x) * per_thread;
+  const int last = min(first + per_thread, used);
   for (int channel = 0; channel < channels; ++channel) {
-    if (threadIdx.x == 0) carry = 0;
-    __syncthreads();
-    for (int first = 0; first < used; first += kEvalThreads) {
-      const int at = first + static_cast<int>(threadIdx.x);
-      const int bin = at < used ? used_bins[at] : 0;
-      const long long value =
-          at < used ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
-                    : 0;
-      long long sum = 0, total = 0;
-      CellScan(scan).InclusiveSum(value, sum, total);
-      if (at < used) {
-        SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression,
-                       sum + carry);
-      }
-      __syncthreads();
-      if (threadIdx.x == 0) carry += total;
-      __syncthreads();
+    long long run = 0;
+    for (int at = first; at < last; ++at) {
+      run += ChannelCell(counts, values, bin_rows, channel, used_bins[at], count_width, regression);
     }
+    long long before = 0;
+    CellScan(scan).ExclusiveSum(run, before);
+    for (int at = first; at < last; ++at) {
+      const int bin = used_bins[at];
+      before += ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression);
+      SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression, before);
+    }
+    __syncthreads();  // before the scan's storage is used again
   }
 }
 
@@ -369,16 +352,18 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   if (small) {
     if (threadIdx.x < 32) ListBitmap(bitmap, bitmap_words, used_bins, &used);
   } else {
-    for (int first = 0; first < info.num_bins; first += kEvalThreads) {
-      const int bin = first + static_cast<int>(threadIdx.x);
-      const int in_use = bin < info.num_bins && bin_rows[bin] != 0 ? 1 : 0;
-      int offset = 0, total = 0;
-      BinScan(bin_scan).ExclusiveSum(in_use, offset, total);
-      if (in_use) used_bins[used + offset] = bin;
-      __syncthreads();
-      if (threadIdx.x == 0) used += total;
-      __syncthreads();
+    // Each thread takes a run of neighbouring bins: one block scan numbers them all.
+    const int per_thread = (info.num_bins + kEvalThreads - 1) / kEvalThreads;
+    const int first = static_cast<int>(threadIdx.x) * per_thread;
+    const int last = min(first + per_thread, info.num_bins);
+    int mine = 0;
+    for (int bin = first; bin < last; ++bin) mine += bin_rows[bin] != 0 ? 1 : 0;
+    int offset = 0, total = 0;
+    BinScan(bin_scan).ExclusiveSum(mine, offset, total);
+    for (int bin = first; bin < last; ++bin) {
+      if (bin_rows[bin] != 0) used_bins[offset++] = bin;
     }
+    if (threadIdx.x == 0) used = total;
   }
   __syncthreads();
   const Histogram histogram{counts, values, bin_rows};
