@@ -24,6 +24,8 @@ namespace {
 using kernels::kBootstrapStream;
 constexpr std::string_view kModelMagic = "tabforge-forest";
 constexpr std::uint32_t kModelVersion = 1;
+// The trees of the GPU's first batch, grown alone under a time limit or a leaf limit (Fit).
+constexpr int kPilotTrees = 4;
 
 // The bootstrap of tree `tree_index`: `draws` rows drawn with replacement; counts[row] is how
 // often row was drawn.
@@ -201,8 +203,8 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     // s, 4 took 4.04-4.16 s, 6 took 4.10-4.18 s). Each takes its share of the memory cap (of the
     // free memory it finds), so together they stay within it; when a share does not hold the
     // data, half as many are tried, down to one device with the whole cap. Under a time limit or
-    // with a leaf limit the first 8 trees grow alone (below), so several devices are worth it
-    // from 9 trees.
+    // with a leaf limit the first kPilotTrees trees grow alone (below), so several devices are
+    // worth it from kPilotTrees + 1 trees.
     const bool limited = deadline.SecondsLeft() < 1e299;
     const bool pilot = limited || spec.max_leaf_nodes > 0;
     std::vector<std::unique_ptr<BatchDevice>> devices;
@@ -211,7 +213,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     if (warm_up.joinable()) warm_up.join();
     const double wait_seconds = wait_watch.Seconds();
     Stopwatch setup_watch;
-    if (wanted > (pilot ? 8 : 1)) {
+    if (wanted > (pilot ? kPilotTrees : 1)) {
       const int workers = std::clamp(thread_count / 4, 2, 4);
       for (int count = workers; count >= 2 && devices.empty(); count /= 2) {
         try {
@@ -245,18 +247,21 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
       // small one are of equal size, as many as the devices take in whole waves.
       std::vector<std::pair<int, int>> batches;  // (first tree, trees)
       int first = 0;
-      // A first batch of up to 8 trees grows alone when under a time limit, so that a model
-      // exists early, and with a leaf limit, so that the later batches speculate only on nodes
-      // improving at least nearly as much as its trees' last splits (BatchData::
+      // A first batch of up to kPilotTrees trees grows alone when under a time limit, so that a
+      // model exists early, and with a leaf limit, so that the later batches speculate only on
+      // nodes improving at least nearly as much as its trees' last splits (BatchData::
       // speculation_floor). Host batch device, 1M synthetic rows, 8 trees (their floor from
       // another seed's 8): 678 rounds and 499,808 node evaluations without a floor, 378 and
       // 352,086 with 0.9 of the pilot trees' least last improvement. H100, 16 threads, 1M rows,
       // 300 trees, in one call: 0.95 of it took 1776 rounds and 12.37M evaluations (fit
       // 3.09-3.15 s), 0.9 took 1817 and 13.09M (3.12-3.30 s); in another, 1.0 took 2338 rounds
       // (too few nodes ahead) and 3.67-3.77 s, 0.8 took 14.20M evaluations and 4.37-4.42 s,
-      // against 3.47-3.54 s for 0.95.
+      // against 3.47-3.54 s for 0.95. Its trees' rounds wait on each other (the GPU is mostly
+      // idle): 4 trees instead of 8 took the first batch from 0.19-0.22 s to 0.12-0.13 s and
+      // found a floor as good (12.23M evaluations against 12.37M; fit 1.93-1.96 s against
+      // 2.05-2.06 s; 16 trees: 2.05-2.29 s).
       if (pilot) {
-        batches.push_back({0, std::min({devices[0]->slots(), 8, wanted})});
+        batches.push_back({0, std::min({devices[0]->slots(), kPilotTrees, wanted})});
         first = batches.back().second;
       }
       const int workers = static_cast<int>(devices.size());

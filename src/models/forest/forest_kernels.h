@@ -119,7 +119,7 @@ struct LargeSplit {
 };
 
 // Splits of at most this many rows are partitioned by a warp each.
-constexpr long long kWarpSplitRows = 1024;
+constexpr long long kWarpSplitRows = 64;
 // Splits of more than two of these go in chunks of it (PartitionChunk), several blocks at once;
 // the others by a block each.
 constexpr long long kPartitionChunkRows = 8192;

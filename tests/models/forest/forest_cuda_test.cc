@@ -72,7 +72,7 @@ TEST(ForestCuda, FittedModelIsTheCpuModel) {
     ExpectSameFit(adult.train, adult.train_labels, 2, params, adult.test, extra ? "XT" : "RF");
   }
   ForestParams limited;
-  limited.n_estimators = 21;  // a first batch of 8, then 4, 4, 4 and 1 at once
+  limited.n_estimators = 21;  // a first batch of 4, then 5, 5, 5 and 2 at once
   ExpectSameFit(adult.train, adult.train_labels, 2, limited, adult.test, "RF, time limit", true);
   // Regression (quantized targets).
   const parity::Synthetic train = MakeSynthetic(6000, true, 33);
