@@ -27,16 +27,14 @@ int FirstPassPositions(const TreeSpec& spec, int features) {
   return std::max(1, std::min(spec.features_per_node, features));
 }
 
-// A node of a tree in the making.
+// A node of a tree in the making (its status and children are kept beside, in TreeState).
 struct NodeRecord {
   long long begin = 0;
   long long end = 0;
   std::uint64_t key = 0;
   int depth = 0;
-  int status = -1;  // NodeStatus; -1 while not evaluated
   FeatureCut cut{};
-  int bits_at = -1;            // categorical cut: its bin words in TreeState::bits
-  int children[2] = {-1, -1};  // set when split on the device
+  int bits_at = -1;  // categorical cut: its bin words in TreeState::bits
 };
 
 // A node found splittable and not yet split by the replay, with its improvement (the ranking
@@ -49,6 +47,12 @@ struct OpenNode {
 // One tree: its nodes and the replay of the CPU grower's order of splits over them.
 struct TreeState {
   std::vector<NodeRecord> nodes;
+  // Per node, what the replay reads most, apart from the records (a tree's records are megabytes
+  // and a batch's trees hold hundreds of them; these stay in cache): the NodeStatus (-1 while
+  // not evaluated) and the first of its two children (-1 until split on the device; the second
+  // is the next node).
+  std::vector<std::int8_t> status;
+  std::vector<int> first_child;
   std::vector<double> sums;         // per node, its class sums
   std::vector<std::uint32_t> bits;  // the categorical cuts' bin words
   tree::Tree tree{0.0};
@@ -134,10 +138,9 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
             std::vector<int>& wanted) {
   const bool best_first = spec.max_leaf_nodes > 0;
   auto push = [&](int leaf) {
-    const NodeRecord& node = state.nodes[state.leaf_node[leaf]];
-    if (node.status != kernels::kNodeSplit) return;
+    if (state.status[state.leaf_node[leaf]] != kernels::kNodeSplit) return;
     if (best_first) {
-      state.queue.push_back({node.cut.improvement, leaf});
+      state.queue.push_back({state.nodes[state.leaf_node[leaf]].cut.improvement, leaf});
       std::push_heap(state.queue.begin(), state.queue.end(), Before);
       state.pushed.push_back(state.leaf_node[leaf]);
     } else {
@@ -154,8 +157,8 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     if (best_first ? state.queue.empty() : state.stack.empty()) break;
     const int leaf = best_first ? state.queue.front().second : state.stack.back();
     const int node_index = state.leaf_node[leaf];
-    const NodeRecord& node = state.nodes[node_index];
-    if (node.children[0] < 0) {
+    const int left = state.first_child[node_index], right = left + 1;
+    if (left < 0) {
       // The next split is not on the device yet: ask for it. Depth-first, every pending leaf
       // is split sooner or later, so all go; best-first, the caller adds the likeliest of the
       // open nodes.
@@ -164,14 +167,15 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
       } else {
         for (int pending_leaf : state.stack) {
           const int index = state.leaf_node[pending_leaf];
-          if (state.nodes[index].children[0] < 0) wanted.push_back(index);
+          if (state.first_child[index] < 0) wanted.push_back(index);
         }
       }
       return;
     }
-    if (state.nodes[node.children[0]].status < 0 || state.nodes[node.children[1]].status < 0) {
+    if (state.status[left] < 0 || state.status[right] < 0) {
       return;  // its children are being evaluated
     }
+    const NodeRecord& node = state.nodes[node_index];
     if (best_first) {
       std::pop_heap(state.queue.begin(), state.queue.end(), Before);
       state.queue.pop_back();
@@ -183,7 +187,6 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
     const int new_leaf = tree::CommitSplit(state.tree, leaf, LeafSplitOf(state, node), mapper);
     TFG_CHECK(new_leaf == static_cast<int>(state.leaf_node.size()),
               "batch replay: new leaf {} where {} was expected", new_leaf, state.leaf_node.size());
-    const int left = node.children[0], right = node.children[1];
     state.leaf_node[leaf] = left;
     state.leaf_node.push_back(right);
     push(new_leaf);
@@ -193,8 +196,9 @@ void Replay(TreeState& state, const TreeSpec& spec, const tree::BinMapper& mappe
 }
 
 // Keeps a categorical cut's bin words (`words` at `bits`) with the tree.
-void KeepBits(TreeState& state, NodeRecord& node, const std::uint32_t* bits, int words) {
-  if (node.status != kernels::kNodeSplit || !node.cut.categorical) return;
+void KeepBits(TreeState& state, int status, NodeRecord& node, const std::uint32_t* bits,
+              int words) {
+  if (status != kernels::kNodeSplit || !node.cut.categorical) return;
   node.bits_at = static_cast<int>(state.bits.size());
   state.bits.insert(state.bits.end(), bits, bits + words);
 }
@@ -306,6 +310,8 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
     states[slot].nodes.push_back(root);
     states[slot].sums.resize(std::size_t(width));
     states[slot].replayed.assign(1, 0);
+    states[slot].status.assign(1, -1);
+    states[slot].first_child.assign(1, -1);
     eval_ids.push_back({slot, 0});
     eval_nodes.push_back(BatchNode{0, root.end, 0, slot, 0});
   }
@@ -362,14 +368,14 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
         TreeState& state = states[slot];
         for (std::size_t at = first; at < last; ++at) {
           NodeRecord& node = state.nodes[ids[at].second];
-          node.status = outcomes[at].status;
+          state.status[ids[at].second] = static_cast<std::int8_t>(outcomes[at].status);
           node.cut = outcomes[at].cut;
           if (with_sums) {
             std::copy(sums.begin() + std::ptrdiff_t(at) * width,
                       sums.begin() + std::ptrdiff_t(at + 1) * width,
                       state.sums.begin() + std::ptrdiff_t(ids[at].second) * width);
           }
-          KeepBits(state, node, bits.data() + at * std::size_t(words), words);
+          KeepBits(state, outcomes[at].status, node, bits.data() + at * std::size_t(words), words);
         }
       });
     };
@@ -414,12 +420,12 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
                 for (int k = 0; k < width; ++k) state.root_weight += state.sums[k];
               }
             }
-            if (node.status == kernels::kNodeSplit) {
+            if (state.status[index] == kernels::kNodeSplit) {
               // scikit-learn's min_impurity_decrease (ForestTreeGrower::FindSplit's check).
               double decrease = node.cut.improvement / state.root_weight;
               if (spec.criterion == Criterion::kEntropy) decrease /= std::log(2.0);
               if (decrease + kPureEpsilon < spec.min_impurity_decrease) {
-                node.status = kernels::kNodeNoSplit;
+                state.status[index] = kernels::kNodeNoSplit;
               }
             }
           }
@@ -443,7 +449,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
             std::vector<OpenNode>& open = state.open;
             const std::size_t open_before = open.size();
             for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+              if (state.status[evaluated[at].second] == kernels::kNodeSplit) {
                 const int index = evaluated[at].second;
                 open.push_back({state.nodes[index].cut.improvement, index});
               }
@@ -501,14 +507,14 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
           } else {
             // Without one, every node found splittable is split.
             for (std::size_t at = first_evaluated; at < next_evaluated; ++at) {
-              if (state.nodes[evaluated[at].second].status == kernels::kNodeSplit) {
+              if (state.status[evaluated[at].second] == kernels::kNodeSplit) {
                 wanted.push_back(evaluated[at].second);
               }
             }
           }
           for (int index : wanted) {
-            if (state.nodes[index].children[0] >= 0) continue;  // asked for twice
-            const NodeRecord node = state.nodes[index];  // a copy: children are appended below
+            if (state.first_child[index] >= 0) continue;  // asked for twice
+            const NodeRecord node = state.nodes[index];   // a copy: children are appended below
             BatchSplit split{};
             split.begin = node.begin;
             split.end = node.end;
@@ -535,7 +541,7 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
               child.key = kernels::ChildNodeKey(node.key, side);
               child.depth = node.depth + 1;
               const int child_index = static_cast<int>(state.nodes.size());
-              state.nodes[index].children[side] = child_index;
+              if (side == 0) state.first_child[index] = child_index;
               round.eval_ids.push_back({slot, child_index});
               round.eval_nodes.push_back(
                   BatchNode{child.begin, child.end, child.key, slot, child.depth});
@@ -544,6 +550,8 @@ bool GrowTreeBatch(BatchDevice& device, const BatchData& data, std::uint64_t fir
           }
           state.sums.resize(state.nodes.size() * std::size_t(width));
           state.replayed.resize(state.nodes.size(), 0);
+          state.status.resize(state.nodes.size(), -1);
+          state.first_child.resize(state.nodes.size(), -1);
         });
     splits.clear();
     split_bits.clear();
