@@ -483,7 +483,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       s.gpus = s.gpus_auto ? 1 : options.num_gpus;
       s.Log(2, "GPU: {} ({}) for the models that use one{}", diagnosis.usable_device,
             gpu_env.devices[diagnosis.usable_device].name,
-            s.gpus_auto ? " (--gpus auto: GBM on data of 2M feature cells or more)" : "");
+            s.gpus_auto ? " (--gpus auto: GBM and RF on data of 2M feature cells or more)" : "");
     } else {
       std::string reason = diagnosis.verdict;
       for (const device::CheckResult& check : diagnosis.checks) {

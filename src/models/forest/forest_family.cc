@@ -1,5 +1,7 @@
 #include "models/forest/forest_family.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -8,6 +10,14 @@
 
 namespace tabforge::forest {
 namespace {
+
+// Feature cells (rows x features) from which a GPU granted automatically grows random forests.
+// H100 against 16 CPU threads, 300 trees (bench/results/2026-12-06-session10-gpu-forests.md,
+// call 13): synthetic 28 features, 50k rows (1.4M cells) 0.54 s against 1.32 s, 100k 0.98 against
+// 2.78 s, 300k 1.33 against 6.52 s; but Adult (0.46M cells) 0.62 s against 0.23 s and letter
+// (0.26M) 0.47 against 0.18 s, whose small trees leave the GPU's start and rounds to dominate.
+// The GBM's threshold, below which neither wins by much, serves both.
+constexpr std::int64_t kGpuWorthwhileCells = 2000000;
 
 class ForestFamilyModel final : public models::Model {
  public:
@@ -65,16 +75,18 @@ class ForestFamilyModel final : public models::Model {
     ForestParams params = params_;
     params.seed ^= context.seed;
     device_note_.clear();
+    const std::int64_t cells =
+        train.num_rows * std::int64_t(train.num_numeric() + train.num_categorical());
     if (params.device == "cpu" && context.num_gpus > 0) {
-      // A GPU granted by name grows the forest; one granted automatically does not, until the
-      // size from which the GPU forest beats the CPU is measured.
-      if (!context.gpus_auto) {
+      // A GPU granted by name grows the forest; one granted automatically does from the size
+      // where it beats the CPU.
+      if (!context.gpus_auto || cells >= kGpuWorthwhileCells) {
         params.device = "cuda";
         params.gpu_memory_fraction = context.gpu_memory_fraction;
       } else {
-        device_note_ =
-            "forests use a GPU granted by name (--gpus 1, or device cuda in their "
-            "hyperparameters), not --gpus auto";
+        device_note_ = fmt::format(
+            "{} feature cells, under the {} from which the GPU beats the CPU; --gpus 1 forces it",
+            cells, kGpuWorthwhileCells);
       }
     }
     const int classes = task_.problem_type == ProblemType::kRegression ? 1 : task_.num_classes;

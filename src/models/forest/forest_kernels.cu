@@ -96,28 +96,39 @@ __global__ void __launch_bounds__(kScanThreads)
   if (threadIdx.x == 0) slot_rows[slot] = base;
 }
 
+// The sum of `value` over this lane and the warp's lanes below it (every lane takes part).
+template <typename T>
+__device__ T WarpInclusiveSum(T value) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int shift = 1; shift < 32; shift <<= 1) {
+    const T below = __shfl_up_sync(0xffffffffu, value, shift);
+    if (lane >= shift) value += below;
+  }
+  return value;
+}
+
 // One warp lists the bins whose bits are set in `bitmap` (`words` words), ascending, into
-// `used_bins` and their number into `used`.
-__device__ void ListBitmap(const std::uint32_t* bitmap, int words, int* used_bins, int* used) {
+// `used_bins`, and returns their number (in every lane). With `ranks_before`, it also records
+// each word's count of bits in the words before it (a bin's rank among the bins in use is then
+// that plus the bits below it in its word).
+__device__ int ListBitmap(const std::uint32_t* bitmap, int words, int* used_bins,
+                          int* ranks_before) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   int base = 0;
   for (int first = 0; first < words; first += 32) {
     const int word = first + lane;
     std::uint32_t bits = word < words ? bitmap[word] : 0u;
     const int own = __popc(bits);
-    int through = own;  // bins in words up to this lane's
-    for (int shift = 1; shift < 32; shift <<= 1) {
-      const int below = __shfl_up_sync(0xffffffffu, through, shift);
-      if (lane >= shift) through += below;
-    }
+    const int through = WarpInclusiveSum(own);  // bins in words up to this lane's
     int at = base + through - own;
+    if (ranks_before != nullptr && word < words) ranks_before[word] = at;
     while (bits != 0u) {
       used_bins[at++] = word * 32 + __ffs(static_cast<int>(bits)) - 1;
       bits &= bits - 1u;
     }
     base += __shfl_sync(0xffffffffu, through, 31);
   }
-  if (lane == 0) *used = base;
+  return base;
 }
 
 // A histogram channel's cell of bin `bin`: a class's or the weight's count (channel <
@@ -157,13 +168,9 @@ __device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32
       const bool in_use = lane < used;
       const int bin = in_use ? used_bins[lane] : 0;
       for (int channel = 0; channel < channels; ++channel) {
-        long long sum =
+        const long long sum = WarpInclusiveSum(
             in_use ? ChannelCell(counts, values, bin_rows, channel, bin, count_width, regression)
-                   : 0;
-        for (int shift = 1; shift < 32; shift <<= 1) {
-          const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
-          if (lane >= shift) sum += below;
-        }
+                   : 0);
         if (in_use)
           SetChannelCell(counts, values, bin_rows, channel, bin, count_width, regression, sum);
       }
@@ -192,13 +199,19 @@ __device__ void Accumulate(std::uint32_t* counts, long long* values, std::uint32
   }
 }
 
+// Whether cut a (improvement, candidate) beats cut b: the larger improvement, ties to the earlier
+// candidate (the serial search's strict comparison).
+__device__ bool BetterCut(double a, int a_at, double b, int b_at) {
+  return a > b || (a == b && a_at < b_at);
+}
+
 // The warp's first best cut (see FirstBest); lane 0 receives it.
 __device__ void WarpFirstBest(double& improvement, int& candidate, long long& left_rows) {
   for (int shift = 16; shift > 0; shift >>= 1) {
     const double other = __shfl_down_sync(0xffffffffu, improvement, shift);
     const int other_at = __shfl_down_sync(0xffffffffu, candidate, shift);
     const long long other_rows = __shfl_down_sync(0xffffffffu, left_rows, shift);
-    if (other > improvement || (other == improvement && other_at < candidate)) {
+    if (BetterCut(other, other_at, improvement, candidate)) {
       improvement = other;
       candidate = other_at;
       left_rows = other_rows;
@@ -206,16 +219,12 @@ __device__ void WarpFirstBest(double& improvement, int& candidate, long long& le
   }
 }
 
-// The block's first best cut: the largest improvement, ties to the earliest candidate (the
-// serial search's strict comparison). Thread 0 receives it.
+// The block's first best cut (BetterCut's order). Thread 0 receives it.
 __device__ void FirstBest(double& improvement, int& candidate, long long& left_rows) {
   constexpr int kWarps = kEvalThreads / 32;
   __shared__ double warp_improvement[kWarps];
   __shared__ int warp_candidate[kWarps];
   __shared__ long long warp_left_rows[kWarps];
-  const auto better = [](double a, int a_at, double b, int b_at) {
-    return a > b || (a == b && a_at < b_at);
-  };
   WarpFirstBest(improvement, candidate, left_rows);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if (threadIdx.x % 32 == 0) {
@@ -226,7 +235,7 @@ __device__ void FirstBest(double& improvement, int& candidate, long long& left_r
   __syncthreads();
   if (threadIdx.x != 0) return;
   for (int other = 1; other < kWarps; ++other) {
-    if (better(warp_improvement[other], warp_candidate[other], improvement, candidate)) {
+    if (BetterCut(warp_improvement[other], warp_candidate[other], improvement, candidate)) {
       improvement = warp_improvement[other];
       candidate = warp_candidate[other];
       left_rows = warp_left_rows[other];
@@ -350,7 +359,10 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   __syncthreads();
   // The bins holding rows, ascending.
   if (small) {
-    if (threadIdx.x < 32) ListBitmap(bitmap, bitmap_words, used_bins, &used);
+    if (threadIdx.x < 32) {
+      const int listed = ListBitmap(bitmap, bitmap_words, used_bins, nullptr);
+      if (threadIdx.x == 0) used = listed;
+    }
   } else {
     // Each thread takes a run of neighbouring bins: one block scan numbers them all.
     const int per_thread = (info.num_bins + kEvalThreads - 1) / kEvalThreads;
@@ -565,23 +577,7 @@ __global__ void __launch_bounds__(kSmallThreads)
     }
     __syncwarp();
     // The bins in use, ascending, and each word's count of bits before it.
-    for (int first = 0; first < bitmap_words; first += 32) {
-      const int word = first + lane;
-      std::uint32_t bits = word < bitmap_words ? bitmap[word] : 0u;
-      const int own = __popc(bits);
-      int through = own;
-      for (int shift = 1; shift < 32; shift <<= 1) {
-        const int below = __shfl_up_sync(0xffffffffu, through, shift);
-        if (lane >= shift) through += below;
-      }
-      int at = used + through - own;
-      if (word < bitmap_words) ranks_before[word] = at;
-      while (bits != 0u) {
-        used_bins[at++] = word * 32 + __ffs(static_cast<int>(bits)) - 1;
-        bits &= bits - 1u;
-      }
-      used += __shfl_sync(0xffffffffu, through, 31);
-    }
+    used = ListBitmap(bitmap, bitmap_words, used_bins, ranks_before);
     __syncwarp();
     clear_cells();
     for (int at = lane; at < count; at += 32) {
@@ -613,13 +609,9 @@ __global__ void __launch_bounds__(kSmallThreads)
     long long carry = 0;
     for (int first = 0; first < used; first += 32) {
       const int at = first + lane;
-      long long sum =
+      const long long sum = WarpInclusiveSum(
           at < used ? ChannelCell(counts, values, bin_rows, channel, at, count_width, regression)
-                    : 0;
-      for (int shift = 1; shift < 32; shift <<= 1) {
-        const long long below = __shfl_up_sync(0xffffffffu, sum, shift);
-        if (lane >= shift) sum += below;
-      }
+                    : 0);
       if (at < used) {
         SetChannelCell(counts, values, bin_rows, channel, at, count_width, regression, sum + carry);
       }

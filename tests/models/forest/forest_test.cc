@@ -283,8 +283,6 @@ TEST(Forest, BaggedForestsTrainOnceAndUseTheirOutOfBagRows) {
   }
 }
 
-// Adult through the feature pipeline, scikit-learn's settings with 100 trees: scikit-learn 1.2
-// reaches AUC 0.906 (RF) and 0.890 (XT) with 300 trees; the bounds catch a regression.
 TEST(Forest, AskingForTheGpuGivesTheCpuModel) {
   // Without a usable GPU (CI) the fit grows on the CPU and says why; with one, the batch grower
   // grows the same trees (classification and regression). Either way the model is the CPU's.
@@ -327,6 +325,43 @@ TEST(Forest, ANonFiniteRegressionTargetIsNamed) {
   }
 }
 
+// A GPU granted automatically (--gpus auto) grows random forests from 2M feature cells; below,
+// the forest stays on the CPU and says so. Granted by name, any size goes to the GPU. Where
+// the GPU is asked for, the fit either ran there or says why it did not (CI has none).
+TEST(Forest, AnAutomaticGpuTakesLargeDataOnly) {
+  models::Task task;
+  task.problem_type = ProblemType::kMulticlass;
+  task.num_classes = 3;
+  const char* params = R"({"n_estimators": 2, "max_depth": 3})";
+  const auto expect_asked = [](const models::ModelInfo& info, const char* what) {
+    if (info.device == "cpu") {
+      EXPECT_NE(info.device_note.find("CUDA not used: "), std::string::npos)
+          << what << ": " << info.device_note;
+    }
+  };
+  models::FitContext context;
+  context.threads = 2;
+  context.num_gpus = 1;
+  context.gpus_auto = true;
+  const Synthetic small = MakeSynthetic(2000, false, 21);  // 7 features: 14,000 cells
+  auto model = models::GetFamily("RF").create(params, task);
+  model->Fit(small.features, small.labels, nullptr, {}, context);
+  EXPECT_EQ(model->Info().device, "cpu");
+  EXPECT_NE(model->Info().device_note.find("14000 feature cells, under the 2000000"),
+            std::string::npos)
+      << model->Info().device_note;
+  const Synthetic large = MakeSynthetic(300000, false, 22);  // 2.1M cells
+  model = models::GetFamily("RF").create(params, task);
+  model->Fit(large.features, large.labels, nullptr, {}, context);
+  expect_asked(model->Info(), "automatic, 2.1M cells");
+  context.gpus_auto = false;
+  model = models::GetFamily("RF").create(params, task);
+  model->Fit(small.features, small.labels, nullptr, {}, context);
+  expect_asked(model->Info(), "by name, 14,000 cells");
+}
+
+// Adult through the feature pipeline, scikit-learn's settings with 100 trees: scikit-learn 1.2
+// reaches AUC 0.906 (RF) and 0.890 (XT) with 300 trees; the bounds catch a regression.
 TEST(Forest, AdultTestAuc) {
   TFG_REQUIRE_DATASETS();
   const testing::AdultFeatures adult = testing::LoadAdultFeatures();
