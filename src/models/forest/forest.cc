@@ -476,7 +476,27 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   for (std::int64_t block = 0; block < blocks; ++block) {
     const std::int64_t first = block * kBlockRows;
     const std::int64_t last = std::min(rows, first + kBlockRows);
-    for (int tree = 0; tree < trees; ++tree) {
+    if (last - first < kGroup) {
+      // Too few rows to walk side by side (a single row, say): each walks groups of trees side
+      // by side instead. Either way a row adds its trees' outputs in tree order.
+      constexpr int kTrees = tree::CompactForest::kWalkGroup;
+      for (std::int64_t row = first; row < last; ++row) {
+        double* into = out.data() + row * outputs;
+        for (int tree = 0; tree < trees; tree += kTrees) {
+          const int count = std::min(kTrees, trees - tree);
+          std::int32_t leaf[kTrees];
+          forest_.WalkTrees(
+              tree, count, mapper_,
+              [&](int feature) { return features.NumericColumn(feature)[row]; },
+              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, leaf);
+          for (int member = 0; member < count; ++member) {
+            const double* values = leaf_outputs_.data() + std::size_t(leaf[member]) * outputs;
+            for (int k = 0; k < outputs; ++k) into[k] += values[k];
+          }
+        }
+      }
+    }
+    for (int tree = 0; tree < trees && last - first >= kGroup; ++tree) {
       for (std::int64_t group = first; group < last; group += kGroup) {
         const int members = static_cast<int>(std::min<std::int64_t>(kGroup, last - group));
         std::int32_t at[kGroup];

@@ -540,8 +540,12 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   }
   std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache while the block's values
-  // of its features (column-major) are read in runs.
+  // of its features (column-major) are read in runs. A block of fewer than kWalkGroup rows (a
+  // single row, say) walks groups of trees side by side instead, so that their node loads
+  // overlap. Either way a row adds its trees' values in tree order.
   constexpr std::int64_t kBlockRows = 64;
+  constexpr int kGroup = tree::CompactForest::kWalkGroup;
+  const std::vector<double>& leaf_values = forest_.leaves();
   const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
 #pragma omp parallel for num_threads(context.Threads()) schedule(static)
   for (std::int64_t block = 0; block < blocks; ++block) {
@@ -549,6 +553,22 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     const std::int64_t last = std::min(rows, first + kBlockRows);
     for (std::int64_t row = first; row < last; ++row) {
       for (int k = 0; k < outputs; ++k) raw[row * outputs + k] = init_score_[k];
+    }
+    if (last - first < kGroup) {
+      for (std::int64_t row = first; row < last; ++row) {
+        for (int tree = 0; tree < trees; tree += kGroup) {
+          const int count = std::min(kGroup, trees - tree);
+          std::int32_t leaf[kGroup];
+          forest_.WalkTrees(
+              tree, count, mapper_,
+              [&](int feature) { return features.NumericColumn(feature)[row]; },
+              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, leaf);
+          for (int member = 0; member < count; ++member) {
+            raw[row * outputs + (tree + member) % outputs] += leaf_values[leaf[member]];
+          }
+        }
+      }
+      continue;
     }
     for (int tree = 0; tree < trees; ++tree) {
       const int k = tree % outputs;
@@ -572,10 +592,16 @@ void GbmModel::PredictRowRaw(const float* numeric, const std::int32_t* categoric
                              double* out) const {
   for (int k = 0; k < num_outputs_; ++k) out[k] = init_score_[k];
   const int trees = forest_.num_trees();
-  for (int tree = 0; tree < trees; ++tree) {
-    out[tree % num_outputs_] += forest_.Value(
-        tree, mapper_, [&](int feature) { return numeric[feature]; },
-        [&](int feature) { return categorical[feature]; });
+  constexpr int kGroup = tree::CompactForest::kWalkGroup;
+  for (int tree = 0; tree < trees; tree += kGroup) {
+    const int count = std::min(kGroup, trees - tree);
+    std::int32_t leaf[kGroup];
+    forest_.WalkTrees(
+        tree, count, mapper_, [&](int feature) { return numeric[feature]; },
+        [&](int feature) { return categorical[feature]; }, leaf);
+    for (int member = 0; member < count; ++member) {
+      out[(tree + member) % num_outputs_] += forest_.leaves()[leaf[member]];
+    }
   }
 }
 

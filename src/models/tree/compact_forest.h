@@ -80,6 +80,28 @@ class CompactForest {
   const std::vector<Categories>& categories() const { return categories_; }
   const std::vector<std::uint32_t>& bits() const { return bits_; }
 
+  // The most trees WalkTrees takes at once.
+  static constexpr int kWalkGroup = 8;
+
+  // The leaves (numbered as Leaf's) of trees [first, first + count), count <= kWalkGroup, for
+  // one row, into leaf[0, count): the trees are walked side by side, a level of each in turn, so
+  // their node loads (a large model misses the caches) overlap instead of waiting on each other.
+  template <typename Numeric, typename Code>
+  void WalkTrees(int first, int count, const BinMapper& mapper, const Numeric& numeric,
+                 const Code& code, std::int32_t* leaf) const {
+    std::int32_t at[kWalkGroup];
+    for (int member = 0; member < count; ++member) at[member] = Root(first + member);
+    for (bool walking = true; walking;) {
+      walking = false;
+      for (int member = 0; member < count; ++member) {
+        if (at[member] < 0) continue;
+        at[member] = Next(at[member], mapper, numeric, code);
+        walking = walking || at[member] >= 0;
+      }
+    }
+    for (int member = 0; member < count; ++member) leaf[member] = ~at[member];
+  }
+
   // The leaf value of that leaf.
   template <typename Numeric, typename Code>
   double Value(int tree, const BinMapper& mapper, const Numeric& numeric, const Code& code) const {

@@ -11,6 +11,7 @@
 #include "data/csv_reader.h"
 #include "ensemble/bagging.h"
 #include "ensemble/folds.h"
+#include "features/feature_matrix.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
@@ -157,6 +158,12 @@ TEST(Forest, ProbabilitiesSumToOneAndLearnTheProblem) {
     }
     const double accuracy = metrics::Score("accuracy", test.labels, {probabilities, 3});
     EXPECT_GT(accuracy, 0.8) << (extra ? "XT" : "RF");
+    // A few rows (walking groups of trees side by side) predict the batch's bits.
+    const std::vector<std::int64_t> few = {0, 7, 1999};
+    const std::vector<double> alone = model.Predict(features::SelectRows(test.features, few), 2);
+    for (std::size_t at = 0; at < few.size(); ++at) {
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(alone[at * 3 + k], probabilities[few[at] * 3 + k]);
+    }
   }
 }
 

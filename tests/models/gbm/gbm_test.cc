@@ -15,6 +15,7 @@
 #include "data/csv_reader.h"
 #include "data/problem_type.h"
 #include "data/table.h"
+#include "features/feature_matrix.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/gbm/gbm_predict_tables.h"
@@ -305,6 +306,10 @@ TEST(Gbm, AdultTestAuc) {
     model.PredictRowRaw(values.data(), codes.data(), &one);
     ASSERT_EQ(one, raw[row]) << "row " << row;
   }
+  // So do a few rows (a block too small to walk rows side by side walks trees side by side).
+  const std::vector<std::int64_t> few = {0, 5, test_features.num_rows - 1};
+  const std::vector<double> few_raw = model.PredictRaw(features::SelectRows(test_features, few), 2);
+  for (std::size_t at = 0; at < few.size(); ++at) ASSERT_EQ(few_raw[at], raw[few[at]]);
 }
 
 // The GPU predictor's row scoring (kernels::ScoreRow over the arrays DevicePredictRaw uploads,
