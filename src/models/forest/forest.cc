@@ -339,11 +339,10 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
         total.replay_seconds += each.replay_seconds;
       }
       model.report_.device_note = fmt::format(
-          "{} batches on {} host threads at once, {} rounds, {} node evaluations: binning {:.3f} "
-          "s, then waiting for the CUDA runtime {:.3f} s, device set-up {:.3f} s, first batch "
-          "alone {:.3f} "
-          "s, the others {:.3f} s; bootstrap {:.3f} s, evaluate {:.3f} s, partition {:.3f} s, "
-          "host replay {:.3f} s (summed over the threads)",
+          "{} batches on {} host threads at once, {} rounds, {} node evaluations: binning "
+          "{:.3f} s, then waiting for the CUDA runtime {:.3f} s, device set-up {:.3f} s, first "
+          "batch alone {:.3f} s, the others {:.3f} s; bootstrap {:.3f} s, evaluate {:.3f} s, "
+          "partition {:.3f} s, host replay {:.3f} s (summed over the threads)",
           total.batches, workers, total.rounds, total.nodes, model.report_.bin_seconds,
           wait_seconds, setup_seconds, pilot_seconds, batches_seconds, total.start_seconds,
           total.evaluate_seconds, total.partition_seconds, total.replay_seconds);
@@ -485,38 +484,36 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
         for (int tree = 0; tree < trees; tree += kTrees) {
           const int count = std::min(kTrees, trees - tree);
           std::int32_t leaf[kTrees];
-          forest_.WalkTrees(
-              tree, count, mapper_,
-              [&](int feature) { return features.NumericColumn(feature)[row]; },
-              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, leaf);
+          forest_.WalkRowTrees(tree, count, mapper_, features, row, leaf);
           for (int member = 0; member < count; ++member) {
             const double* values = leaf_outputs_.data() + std::size_t(leaf[member]) * outputs;
             for (int k = 0; k < outputs; ++k) into[k] += values[k];
           }
         }
       }
-    }
-    for (int tree = 0; tree < trees && last - first >= kGroup; ++tree) {
-      for (std::int64_t group = first; group < last; group += kGroup) {
-        const int members = static_cast<int>(std::min<std::int64_t>(kGroup, last - group));
-        std::int32_t at[kGroup];
-        for (int member = 0; member < members; ++member) at[member] = forest_.Root(tree);
-        for (bool walking = true; walking;) {
-          walking = false;
-          for (int member = 0; member < members; ++member) {
-            if (at[member] < 0) continue;
-            const std::int64_t row = group + member;
-            at[member] = forest_.Next(
-                at[member], mapper_,
-                [&](int feature) { return features.NumericColumn(feature)[row]; },
-                [&](int feature) { return features.CategoricalColumn(feature)[row]; });
-            walking = walking || at[member] >= 0;
+    } else {
+      for (int tree = 0; tree < trees; ++tree) {
+        for (std::int64_t group = first; group < last; group += kGroup) {
+          const int members = static_cast<int>(std::min<std::int64_t>(kGroup, last - group));
+          std::int32_t at[kGroup];
+          for (int member = 0; member < members; ++member) at[member] = forest_.Root(tree);
+          for (bool walking = true; walking;) {
+            walking = false;
+            for (int member = 0; member < members; ++member) {
+              if (at[member] < 0) continue;
+              const std::int64_t row = group + member;
+              at[member] = forest_.Next(
+                  at[member], mapper_,
+                  [&](int feature) { return features.NumericColumn(feature)[row]; },
+                  [&](int feature) { return features.CategoricalColumn(feature)[row]; });
+              walking = walking || at[member] >= 0;
+            }
           }
-        }
-        for (int member = 0; member < members; ++member) {
-          const double* values = leaf_outputs_.data() + std::size_t(~at[member]) * outputs;
-          double* into = out.data() + (group + member) * outputs;
-          for (int k = 0; k < outputs; ++k) into[k] += values[k];
+          for (int member = 0; member < members; ++member) {
+            const double* values = leaf_outputs_.data() + std::size_t(~at[member]) * outputs;
+            double* into = out.data() + (group + member) * outputs;
+            for (int k = 0; k < outputs; ++k) into[k] += values[k];
+          }
         }
       }
     }

@@ -131,6 +131,30 @@ __device__ int ListBitmap(const std::uint32_t* bitmap, int words, int* used_bins
   return base;
 }
 
+// Adds row `row` (its tag `tag`) to histogram cell `cell`: its bootstrap count to its class's
+// count (regression: to the weight, and its weighted target units to the value) and one to the
+// cell's distinct rows. Regression also widens [lowest, highest] to the row's target (`seen`:
+// whether any row has set them yet).
+__device__ void AddRowToCell(const DeviceRows& data, int width, bool regression,
+                             std::uint32_t* counts, long long* values, std::uint32_t* bin_rows,
+                             std::int32_t row, std::uint64_t tag, int cell, long long& lowest,
+                             long long& highest, bool& seen) {
+  const std::uint32_t weight = TagWeight(tag);
+  if (regression) {
+    const long long units = data.target_units[row];
+    atomicAdd(&counts[cell], weight);
+    // Two's-complement sums: unsigned adds give the signed total.
+    atomicAdd(reinterpret_cast<unsigned long long*>(&values[cell]),
+              static_cast<unsigned long long>(static_cast<long long>(weight) * units));
+    lowest = seen && lowest < units ? lowest : units;
+    highest = seen && highest > units ? highest : units;
+    seen = true;
+  } else {
+    atomicAdd(&counts[cell * width + TagClass(tag)], weight);
+  }
+  atomicAdd(&bin_rows[cell], 1u);
+}
+
 // A histogram channel's cell of bin `bin`: a class's or the weight's count (channel <
 // count_width), the target units (regression), or the distinct rows (the last).
 __device__ long long ChannelCell(const std::uint32_t* counts, const long long* values,
@@ -304,20 +328,8 @@ __global__ void __launch_bounds__(kEvalThreads, kEvalBlocksPerSm)
   long long my_lowest = 0, my_highest = 0;  // regression: this thread's target range
   bool seen = false;
   auto add_row = [&](std::int32_t row, std::uint64_t tag, int bin) {
-    const std::uint32_t weight = TagWeight(tag);
-    if (regression) {
-      const long long units = data.target_units[row];
-      atomicAdd(&counts[bin], weight);
-      // Two's-complement sums: unsigned adds give the signed total.
-      atomicAdd(reinterpret_cast<unsigned long long*>(&values[bin]),
-                static_cast<unsigned long long>(static_cast<long long>(weight) * units));
-      my_lowest = seen && my_lowest < units ? my_lowest : units;
-      my_highest = seen && my_highest > units ? my_highest : units;
-      seen = true;
-    } else {
-      atomicAdd(&counts[bin * width + TagClass(tag)], weight);
-    }
-    atomicAdd(&bin_rows[bin], 1u);
+    AddRowToCell(data, width, regression, counts, values, bin_rows, row, tag, bin, my_lowest,
+                 my_highest, seen);
   };
   if (small) {
     std::int32_t held_rows[kSparseRowsPerThread];
@@ -520,19 +532,8 @@ __global__ void __launch_bounds__(kSmallThreads)
   long long lowest = 0, highest = 0;
   bool seen = false;
   auto add_row = [&](std::int32_t row, std::uint64_t tag, int rank) {
-    const std::uint32_t weight = TagWeight(tag);
-    if (regression) {
-      const long long units = data.target_units[row];
-      atomicAdd(&counts[rank], weight);
-      atomicAdd(reinterpret_cast<unsigned long long*>(&values[rank]),
-                static_cast<unsigned long long>(static_cast<long long>(weight) * units));
-      lowest = seen && lowest < units ? lowest : units;
-      highest = seen && highest > units ? highest : units;
-      seen = true;
-    } else {
-      atomicAdd(&counts[rank * width + TagClass(tag)], weight);
-    }
-    atomicAdd(&bin_rows[rank], 1u);
+    AddRowToCell(data, width, regression, counts, values, bin_rows, row, tag, rank, lowest, highest,
+                 seen);
   };
   auto clear_cells = [&]() {
     for (int at = lane; at < used; at += 32) {
@@ -746,10 +747,11 @@ __device__ long long PartitionRange(const DeviceRows& data, const DeviceTrees& t
   return lefts;
 }
 
-// Copies rows [first, last) of a slot's scratch back to its order, tags beside them.
-__device__ void CopyBack(const DeviceTrees& trees, long long base, long long first,
-                         long long last) {
-  for (long long at = first + threadIdx.x; at < last; at += kScanThreads) {
+// Copies rows [first, last) of a slot's scratch back to its order, tags beside them: thread
+// `thread` of `threads` takes every threads-th.
+__device__ void CopyBack(const DeviceTrees& trees, long long base, long long first, long long last,
+                         int thread, int threads) {
+  for (long long at = first + thread; at < last; at += threads) {
     trees.order[base + at] = trees.spare[base + at];
     trees.tags[base + at] = trees.spare_tags[base + at];
   }
@@ -796,10 +798,7 @@ __global__ void __launch_bounds__(32 * kWarpSplitsPerBlock)
     lefts += __popc(lefts_here);
   }
   __syncwarp();  // every write to the scratch before it is read back
-  for (long long at = split.begin + lane; at < split.end; at += 32) {
-    trees.order[base + at] = spare[at];
-    trees.tags[base + at] = spare_tags[at];
-  }
+  CopyBack(trees, base, split.begin, split.end, lane, 32);
   if (lane == 0) left_counts[index] = lefts;
 }
 
@@ -811,7 +810,8 @@ __global__ void __launch_bounds__(kScanThreads)
   const BatchSplit split = splits[index];
   const long long lefts = PartitionRange(data, trees, split, bits, split.begin, split.end, 0);
   __syncthreads();  // every write to the scratch before it is read back
-  CopyBack(trees, static_cast<long long>(split.slot) * data.rows, split.begin, split.end);
+  CopyBack(trees, static_cast<long long>(split.slot) * data.rows, split.begin, split.end,
+           static_cast<int>(threadIdx.x), kScanThreads);
   if (threadIdx.x == 0) left_counts[index] = lefts;
 }
 
@@ -872,7 +872,7 @@ __global__ void __launch_bounds__(kScanThreads)
                   const PartitionChunk* chunks) {
   const PartitionChunk chunk = chunks[blockIdx.x];
   CopyBack(trees, static_cast<long long>(splits[chunk.split].slot) * data.rows, chunk.begin,
-           chunk.end);
+           chunk.end, static_cast<int>(threadIdx.x), kScanThreads);
 }
 
 int GridFor(long long count, int threads) {

@@ -559,10 +559,7 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
         for (int tree = 0; tree < trees; tree += kGroup) {
           const int count = std::min(kGroup, trees - tree);
           std::int32_t leaf[kGroup];
-          forest_.WalkTrees(
-              tree, count, mapper_,
-              [&](int feature) { return features.NumericColumn(feature)[row]; },
-              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, leaf);
+          forest_.WalkRowTrees(tree, count, mapper_, features, row, leaf);
           for (int member = 0; member < count; ++member) {
             raw[row * outputs + (tree + member) % outputs] += leaf_values[leaf[member]];
           }

@@ -102,6 +102,15 @@ class CompactForest {
     for (int member = 0; member < count; ++member) leaf[member] = ~at[member];
   }
 
+  // WalkTrees for row `row` of a column-major matrix (features::FeatureMatrix).
+  template <typename Matrix>
+  void WalkRowTrees(int first, int count, const BinMapper& mapper, const Matrix& features,
+                    std::int64_t row, std::int32_t* leaf) const {
+    WalkTrees(
+        first, count, mapper, [&](int feature) { return features.NumericColumn(feature)[row]; },
+        [&](int feature) { return features.CategoricalColumn(feature)[row]; }, leaf);
+  }
+
   // The leaf value of that leaf.
   template <typename Numeric, typename Code>
   double Value(int tree, const BinMapper& mapper, const Numeric& numeric, const Code& code) const {
