@@ -53,8 +53,6 @@ class MergedRoundTrainer final : public RoundTrainer {
       group_classes_[group + 1] = static_cast<std::int64_t>(class_begin_.size());
     }
     class_begin_.push_back(rows_);
-    fprintf(stderr, "TMPDBG groups %ld classes %ld rows %ld\n", long(groups_count),
-            long(class_begin_.size() - 1), long(rows_));
     const std::size_t classes = class_begin_.size() - 1;
     scores_.resize(classes * outputs_);
     gradients_.resize(classes * outputs_);
