@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -55,6 +56,40 @@ TEST(Binning, MinDataInBinMergesSparseValues) {
   const FeatureBins& bins = mapper.feature(0);
   EXPECT_EQ(bins.upper_bounds,
             (std::vector<double>{2.5, 5.5, 8.5, std::numeric_limits<double>::infinity()}));
+}
+
+// A long column (sorted by bits, not by comparisons) of both signs, both zeros, infinities and
+// powers of two far apart, each distinct value 5 times in a shuffled order: every distinct value
+// gets its own bin, with bounds at the midpoints, in the values' order.
+TEST(Binning, LongColumnsOfMixedSignsBinInValueOrder) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> distinct = {-inf,  -3e38f, -1e10f, -7.5f, -1.0f, -1e-30f, 1e-30f,
+                                 0.25f, 1.0f,   3.0f,   1e10f, 3e38f, inf};
+  for (int step = 1; step <= 200; ++step) distinct.push_back(1000.0f + float(step) * 0.5f);
+  std::vector<float> column;
+  for (float value : distinct) column.insert(column.end(), 5, value);
+  column.insert(column.end(), 5, -0.0f);
+  column.insert(column.end(), 5, 0.0f);  // equal to -0: one bin of 10
+  std::mt19937 shuffle(7);
+  for (int repeat = 0; repeat < 10; ++repeat) {
+    std::shuffle(column.begin(), column.end(), shuffle);
+    const std::size_t before = column.size();
+    column.insert(column.end(), column.begin(), column.begin() + std::ptrdiff_t(before));
+    if (column.size() >= 4096 * 2) break;
+  }
+  ASSERT_GE(column.size(), 4096u * 2);
+  distinct.push_back(0.0f);
+  std::sort(distinct.begin(), distinct.end());
+  BinningOptions options;
+  options.max_bin = 1023;
+  BinMapper mapper = BinMapper::Fit(NumericMatrix({column}), options);
+  const FeatureBins& bins = mapper.feature(0);
+  ASSERT_EQ(bins.upper_bounds.size(), distinct.size());
+  for (std::size_t at = 0; at + 1 < distinct.size(); ++at) {
+    EXPECT_EQ(bins.upper_bounds[at], (double(distinct[at]) + double(distinct[at + 1])) / 2) << at;
+    EXPECT_EQ(bins.NumericBin(distinct[at]), static_cast<int>(at)) << distinct[at];
+  }
+  EXPECT_EQ(bins.NumericBin(-0.0f), bins.NumericBin(0.0f));
 }
 
 TEST(Binning, ManyValuesGiveNearlyEqualCountQuantileBins) {
