@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "core/context.h"
@@ -18,6 +19,18 @@ namespace {
 
 constexpr std::uint64_t kSampleStream = 0x62696e73;  // "bins"
 
+// A float's bits as an unsigned key in the floats' order (NaNs aside): negatives have every bit
+// flipped, non-negatives only the sign bit.
+std::uint32_t OrderKey(float value) {
+  const auto bits = std::bit_cast<std::uint32_t>(value);
+  return bits ^ ((bits >> 31) != 0 ? 0xffffffffu : 0x80000000u);
+}
+
+// The float of an order key (OrderKey's inverse).
+float KeyValue(std::uint32_t key) {
+  return std::bit_cast<float>(key ^ ((key >> 31) != 0 ? 0x80000000u : 0xffffffffu));
+}
+
 // Sorts present (non-NaN) values ascending. Long columns go by a radix sort of their bits (three
 // passes of 11 bits over keys ordered as the floats are): binning 1M synthetic rows x 28
 // features (200k values sampled a feature) on one thread took 0.93 s at 255 bins and 1.10 s at
@@ -29,12 +42,7 @@ void SortPresent(std::vector<float>& values) {
     std::sort(values.begin(), values.end());
     return;
   }
-  // A float's bits as an unsigned key in the floats' order: negatives have every bit flipped,
-  // non-negatives only the sign bit.
-  auto key = [](float value) {
-    const auto bits = std::bit_cast<std::uint32_t>(value);
-    return bits ^ ((bits >> 31) != 0 ? 0xffffffffu : 0x80000000u);
-  };
+  const auto key = OrderKey;
   constexpr int kDigitBits = 11;
   constexpr std::uint32_t kDigits = 1u << kDigitBits;
   std::vector<float> spare(values.size());
@@ -253,6 +261,73 @@ BinMapper BinMapper::Fit(const features::FeatureMatrix& features, const BinningO
   return mapper;
 }
 
+namespace {
+
+// A numeric feature's bins by the top 16 bits of the values' order keys: for each of the 65,536
+// key ranges, the bins of its lowest and highest values. A value whose range holds no bound
+// takes its bin from the table; the others search only the bounds between the two (FeatureBins::
+// NumericBin's answer either way, since bins rise with values). Binning 1M synthetic rows x 28
+// features into 255 bins on one thread (BinMapper::Fit, then ApplyBins) took 0.65-0.80 s with
+// searches alone and 0.39-0.40 s with tables; into 1023 bins, 0.79-0.84 s and 0.48-0.56 s.
+class BinTable {
+ public:
+  static constexpr int kShift = 16;
+
+  explicit BinTable(const FeatureBins& bins) : bins_(bins) {
+    const std::vector<double>& bounds = bins.upper_bounds;
+    const std::uint32_t lowest = OrderKey(-std::numeric_limits<float>::infinity());
+    const std::uint32_t highest = OrderKey(std::numeric_limits<float>::infinity());
+    // The number of bounds below a value, for values taken in rising order.
+    std::size_t below = 0;
+    auto bin_of = [&](std::uint32_t key) {
+      const double value = double(KeyValue(key));
+      while (below < bounds.size() && bounds[below] < value) ++below;
+      return static_cast<std::uint16_t>(below);
+    };
+    ranges_.resize(std::size_t(1) << (32 - kShift));
+    for (std::size_t range = 0; range < ranges_.size(); ++range) {
+      const auto first = static_cast<std::uint32_t>(range << kShift);
+      const std::uint32_t last = first | ((1u << kShift) - 1);
+      if (last < lowest || first > highest) continue;  // NaN keys only
+      const std::uint16_t low = bin_of(std::max(first, lowest));
+      ranges_[range] = {low, bin_of(std::min(last, highest))};
+    }
+  }
+
+  // FeatureBins::NumericBin(value).
+  int Bin(float value) const {
+    if (std::isnan(value)) return bins_.missing_bin();
+    const std::uint32_t key = OrderKey(value);
+    const Range range = ranges_[key >> kShift];
+    if (range.low == range.high) return range.low;
+    // The bounds below the value: all before `low`, and those of [low, high) below it (a search
+    // over high - low bounds answers from low to high).
+    const double* base = bins_.upper_bounds.data() + range.low;
+    std::size_t length = std::size_t(range.high - range.low);
+    const double value_wide = double(value);
+    while (length > 1) {
+      const std::size_t half = length / 2;
+      base += half & (std::size_t(0) - static_cast<std::size_t>(base[half - 1] < value_wide));
+      length -= half;
+    }
+    return static_cast<int>(base - bins_.upper_bounds.data()) + (*base < value_wide ? 1 : 0);
+  }
+
+ private:
+  struct Range {
+    std::uint16_t low = 0;
+    std::uint16_t high = 0;
+  };
+  const FeatureBins& bins_;
+  std::vector<Range> ranges_;
+};
+
+// Rows from which ApplyBins builds BinTables (building one costs about as much as binning
+// 65,536 values by search).
+constexpr std::int64_t kTableRows = 1 << 18;
+
+}  // namespace
+
 BinMatrix ApplyBins(const BinMapper& mapper, const features::FeatureMatrix& features, int threads) {
   TFG_CHECK(mapper.num_features() == features.num_numeric() + features.num_categorical(),
             "bin mapper has {} features, the matrix {}", mapper.num_features(),
@@ -275,16 +350,29 @@ BinMatrix ApplyBins(const BinMapper& mapper, const features::FeatureMatrix& feat
   const std::int64_t blocks = (matrix.num_rows + kBlockRows - 1) / kBlockRows;
   const int numeric = features.num_numeric();
   const int width = matrix.num_features;
+  std::vector<std::unique_ptr<BinTable>> tables(static_cast<std::size_t>(numeric));
+  if (matrix.num_rows >= kTableRows) {
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+    for (int feature = 0; feature < numeric; ++feature) {
+      tables[feature] = std::make_unique<BinTable>(mapper.feature(feature));
+    }
+  }
 #pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 4)
   for (std::int64_t block = 0; block < blocks; ++block) {
     const std::int64_t begin = block * kBlockRows;
     const std::int64_t end = std::min(matrix.num_rows, begin + kBlockRows);
     for (int feature = 0; feature < width; ++feature) {
       const FeatureBins& bins = mapper.feature(feature);
+      const BinTable* table = feature < numeric ? tables[feature].get() : nullptr;
       for (std::int64_t row = begin; row < end; ++row) {
-        const int bin = feature < numeric
-                            ? bins.NumericBin(features.NumericColumn(feature)[row])
-                            : bins.CategoryBin(features.CategoricalColumn(feature - numeric)[row]);
+        int bin = 0;
+        if (feature >= numeric) {
+          bin = bins.CategoryBin(features.CategoricalColumn(feature - numeric)[row]);
+        } else if (table != nullptr) {
+          bin = table->Bin(features.NumericColumn(feature)[row]);
+        } else {
+          bin = bins.NumericBin(features.NumericColumn(feature)[row]);
+        }
         const std::size_t at = static_cast<std::size_t>(row) * width + feature;
         if (wide) {
           matrix.bins16[at] = static_cast<std::uint16_t>(bin);

@@ -92,6 +92,53 @@ TEST(Binning, LongColumnsOfMixedSignsBinInValueOrder) {
   EXPECT_EQ(bins.NumericBin(-0.0f), bins.NumericBin(0.0f));
 }
 
+// Long columns are binned through a table of key ranges (ApplyBins from 2^18 rows): every value,
+// those equal to a bound, next to one, both zeros, denormals, infinities and missing ones among
+// them, gets NumericBin's bin.
+TEST(Binning, LongColumnsGetTheSearchedBins) {
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> fit_values;
+  for (int at = 0; at < 20000; ++at) fit_values.push_back(normal(random) * normal(random));
+  BinningOptions options;
+  options.max_bin = 255;
+  const BinMapper mapper = BinMapper::Fit(NumericMatrix({fit_values}), options);
+  const FeatureBins& bins = mapper.feature(0);
+  std::vector<float> column;
+  for (double bound : bins.upper_bounds) {
+    if (std::isinf(bound)) continue;
+    const auto near = static_cast<float>(bound);
+    column.insert(column.end(),
+                  {near, std::nextafter(near, -INFINITY), std::nextafter(near, INFINITY)});
+  }
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         1e-45f,
+                         -1e-45f,
+                         1e-38f,
+                         -1e-38f,
+                         INFINITY,
+                         -INFINITY,
+                         std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::lowest(),
+                         std::numeric_limits<float>::quiet_NaN()};
+  column.insert(column.end(), std::begin(edges), std::end(edges));
+  std::uniform_real_distribution<float> wide(-1e6f, 1e6f);
+  while (column.size() < (1u << 18) + 1000) {
+    column.push_back(column.size() % 3 == 0 ? wide(random) : normal(random) * normal(random));
+  }
+  const BinMatrix binned = ApplyBins(mapper, NumericMatrix({column}), 2);
+  int mismatches = 0;
+  for (std::size_t row = 0; row < column.size(); ++row) {
+    if (binned.Bin(0, static_cast<std::int64_t>(row)) != bins.NumericBin(column[row])) {
+      ++mismatches;
+      ADD_FAILURE() << "row " << row << " value " << column[row];
+      if (mismatches > 5) break;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(Binning, ManyValuesGiveNearlyEqualCountQuantileBins) {
   std::mt19937 random(3);
   std::normal_distribution<float> normal;
