@@ -707,6 +707,20 @@ __device__ int GoesLeft(const BatchSplit& split, const std::uint32_t* bits, int 
   return bin == split.missing_bin ? split.default_left : bin <= split.threshold_bin;
 }
 
+// Moves the row at position `at` of the split (`row`, read from the slot's order) and its tag to
+// its place in the slot's scratch: the rows going left first, in order, then the others;
+// `lefts_to_here` of the split's rows before it go left.
+__device__ void PlaceRow(const DeviceTrees& trees, long long base, const BatchSplit& split,
+                         long long at, std::int32_t row, int left, long long lefts_to_here) {
+  const long long target = left
+                               ? split.begin + lefts_to_here
+                               : split.begin + split.left_rows + (at - split.begin - lefts_to_here);
+  if (target >= split.begin && target < split.end) {
+    trees.spare[base + target] = row;
+    trees.spare_tags[base + target] = trees.tags[base + at];
+  }
+}
+
 // Writes the split's rows at [first, last) to their places in the scratch (tags beside them), a
 // block scan numbering each side's rows; `lefts_before` rows of the split before `first` go
 // left. Returns (in every thread) the rows of the range that go left.
@@ -717,9 +731,6 @@ __device__ long long PartitionRange(const DeviceRows& data, const DeviceTrees& t
   __shared__ typename Scan::TempStorage scan;
   const long long base = static_cast<long long>(split.slot) * data.rows;
   const std::int32_t* order = trees.order + base;
-  const std::uint64_t* tags = trees.tags + base;
-  std::int32_t* spare = trees.spare + base;
-  std::uint64_t* spare_tags = trees.spare_tags + base;
   long long lefts = 0;
   for (long long tile = first; tile < last; tile += kScanThreads) {
     const long long at = tile + threadIdx.x;
@@ -731,16 +742,7 @@ __device__ long long PartitionRange(const DeviceRows& data, const DeviceTrees& t
     }
     int offset = 0, total = 0;
     Scan(scan).ExclusiveSum(left, offset, total);
-    if (at < last) {
-      const long long lefts_to_here = lefts_before + lefts + offset;
-      const long long target =
-          left ? split.begin + lefts_to_here
-               : split.begin + split.left_rows + (at - split.begin - lefts_to_here);
-      if (target >= split.begin && target < split.end) {
-        spare[target] = row;
-        spare_tags[target] = tags[at];
-      }
-    }
+    if (at < last) PlaceRow(trees, base, split, at, row, left, lefts_before + lefts + offset);
     lefts += total;
     __syncthreads();  // before the scan's storage is used again
   }
@@ -770,9 +772,6 @@ __global__ void __launch_bounds__(32 * kWarpSplitsPerBlock)
   const BatchSplit split = splits[index];
   const long long base = static_cast<long long>(split.slot) * data.rows;
   const std::int32_t* order = trees.order + base;
-  const std::uint64_t* tags = trees.tags + base;
-  std::int32_t* spare = trees.spare + base;
-  std::uint64_t* spare_tags = trees.spare_tags + base;
   long long lefts = 0;
   const unsigned below = (1u << lane) - 1u;
   for (long long tile = split.begin; tile < split.end; tile += 32) {
@@ -785,16 +784,7 @@ __global__ void __launch_bounds__(32 * kWarpSplitsPerBlock)
       left = GoesLeft(split, bits, BinAt(data, row, split.feature));
     }
     const unsigned lefts_here = __ballot_sync(0xffffffffu, left != 0);
-    if (in) {
-      const long long lefts_to_here = lefts + __popc(lefts_here & below);
-      const long long target =
-          left ? split.begin + lefts_to_here
-               : split.begin + split.left_rows + (at - split.begin - lefts_to_here);
-      if (target >= split.begin && target < split.end) {
-        spare[target] = row;
-        spare_tags[target] = tags[at];
-      }
-    }
+    if (in) PlaceRow(trees, base, split, at, row, left, lefts + __popc(lefts_here & below));
     lefts += __popc(lefts_here);
   }
   __syncwarp();  // every write to the scratch before it is read back
