@@ -142,7 +142,7 @@ class CudaRoundTrainer final : public RoundTrainer {
     const std::vector<std::uint32_t>& bitsets = tree.bitsets();
     std::vector<std::uint32_t> words = bitsets.empty() ? std::vector<std::uint32_t>{0} : bitsets;
     Upload(bitsets_, words.data(), words.size());
-    const int stride = setup_.bins->num_features;
+    const int stride = grower_.device_bin_stride();
     const bool wide = setup_.bins->wide();
     kernels::AddOutOfBagScores(
         wide ? nullptr : static_cast<const std::uint8_t*>(grower_.device_bins()),

@@ -29,6 +29,9 @@ inline constexpr int kSelectThreads = kThreads;  // the scan's blocks select too
 inline constexpr int kSplitsPerThread = (kMaxLeaves + kSelectThreads - 1) / kSelectThreads;
 // Features one histogram thread takes of each row it reads.
 inline constexpr int kFeaturesPerThread = 4;
+// Rows whose loads a histogram thread has in flight before it adds them (4 was no faster on
+// an H100: 1M rows 2.95 s against 2.92 s, 10M 5.08 s against 5.05 s).
+inline constexpr int kHistogramRowsInFlight = 2;
 // Positions of one partition work item: kRowsPerThread per thread.
 inline constexpr int kRowsPerThread = 4;
 inline constexpr std::int64_t kPartitionRows = kRowsPerThread * kThreads;

@@ -52,6 +52,26 @@ FeatureGroups GroupFeatures(const std::vector<std::int64_t>& offsets, int cells)
   return groups;
 }
 
+// Copies a row-major matrix of `rows` x `width` cells to the device with rows `stride` cells
+// apart (stride >= width; the padding cells are zero). The host rows are copied as they are
+// and spread on the device, where a pitched copy is fast.
+template <typename Cell>
+void UploadRows(DeviceArray<Cell>& target, const Cell* source, std::int64_t rows, int width,
+                int stride) {
+  const std::size_t cells = static_cast<std::size_t>(rows) * stride;
+  if (stride == width) {
+    Upload(target, source, cells);
+    return;
+  }
+  DeviceArray<Cell> packed;
+  Upload(packed, source, static_cast<std::size_t>(rows) * width);
+  target.Resize(cells);
+  TFG_CUDA_CHECK(cudaMemset(target.data(), 0, target.bytes()));
+  TFG_CUDA_CHECK(cudaMemcpy2D(target.data(), sizeof(Cell) * stride, packed.data(),
+                              sizeof(Cell) * width, sizeof(Cell) * width,
+                              static_cast<std::size_t>(rows), cudaMemcpyDeviceToDevice));
+}
+
 }  // namespace
 
 struct DeviceTreeGrower::State {
@@ -196,12 +216,12 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   Upload(s.shared_groups, s.groups.shared.data(), s.groups.shared.size());
   Upload(s.global_groups, s.groups.global.data(), s.groups.global.size());
   kernels::GrowContext& c = s.context;
-  c.bins.stride = s.features;
+  c.bins.stride = kernels::PaddedStride(s.features);
   if (bins.wide()) {
-    Upload(s.bins16, bins.bins16.data(), bins.bins16.size());
+    UploadRows(s.bins16, bins.bins16.data(), s.rows, s.features, c.bins.stride);
     c.bins.bins16 = s.bins16.data();
   } else {
-    Upload(s.bins8, bins.bins8.data(), bins.bins8.size());
+    UploadRows(s.bins8, bins.bins8.data(), s.rows, s.features, c.bins.stride);
     c.bins.bins8 = s.bins8.data();
   }
   Upload(s.offsets, layout.offsets.data(), layout.offsets.size());
@@ -311,8 +331,11 @@ DeviceTreeGrower::~DeviceTreeGrower() = default;
 std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMapper& mapper,
                                              const GrowerParams& params) {
   const HistogramLayout layout(mapper);
+  // The device's rows are padded (kernels::PaddedStride); an unpadded copy passes through.
+  const std::int64_t stride = kernels::PaddedStride(bins.num_features);
   const std::int64_t bin_bytes =
-      static_cast<std::int64_t>(bins.bins8.size() + 2 * bins.bins16.size());
+      bins.num_rows * (bins.wide() ? 2 : 1) *
+      (stride == bins.num_features ? stride : stride + bins.num_features);
   // Bins, two row orders, two histograms per leaf, four leaf records per leaf, the scan's
   // candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
@@ -340,10 +363,12 @@ std::int64_t DeviceTreeGrower::histogram_bytes() const {
   // Each launch group (a shared-memory group or a wide feature) reads a row's position and
   // gradient pair again.
   const std::int64_t groups = c.groups.shared_count + c.groups.global_count;
-  const std::int64_t row_bytes = c.bins.stride * cell_bytes +
+  const std::int64_t row_bytes = c.num_features * cell_bytes +
                                  groups * std::int64_t(sizeof(std::int32_t) + sizeof(GradientPair));
   return state_->rows_histogrammed * row_bytes;
 }
+
+int DeviceTreeGrower::device_bin_stride() const { return state_->context.bins.stride; }
 
 const void* DeviceTreeGrower::device_bins() const {
   return state_->bins16.data() != nullptr ? static_cast<const void*>(state_->bins16.data())

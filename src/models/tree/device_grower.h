@@ -59,8 +59,10 @@ class DeviceTreeGrower {
   // position in the row order and gradient pair once per feature group (the histogram
   // kernels' effective traffic).
   std::int64_t histogram_bytes() const;
-  // The bin matrix on the device (row-major, 8- or 16-bit cells as on the host).
+  // The bin matrix on the device: row-major, 8- or 16-bit cells as on the host, rows
+  // device_bin_stride() cells apart (padded so that four features' cells load as one word).
   const void* device_bins() const;
+  int device_bin_stride() const;
 
   struct State;  // device arrays (device_grower.cc)
 

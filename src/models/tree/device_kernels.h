@@ -138,8 +138,12 @@ struct SplitRule {
 struct DeviceBins {
   const std::uint8_t* bins8 = nullptr;
   const std::uint16_t* bins16 = nullptr;
-  int stride = 0;  // features per row
+  int stride = 0;  // cells per row: the features, padded by PaddedStride
 };
+
+// Cells per device row for `features` features: a multiple of 4, so that the cells of four
+// features from a multiple of 4 on are one aligned 32- or 64-bit word.
+inline int PaddedStride(int features) { return (features + 3) / 4 * 4; }
 
 // One leaf split of a batch: its rows order[begin, end) are partitioned by `rule` (lefts of
 // them go left), the smaller child's histogram is built from its rows and the parent's

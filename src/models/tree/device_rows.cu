@@ -22,6 +22,24 @@ __device__ inline BlockGroup GroupOfBlock(const GrowContext& context, const int*
   return {context.state->batch_count, groups[2 * blockIdx.y], groups[2 * blockIdx.y + 1]};
 }
 
+// Row r's cells of features [first, first + 4) (first a multiple of 4) as one aligned load.
+static_assert(kFeaturesPerThread == 4, "FourBins loads four cells");
+__device__ inline void FourBins(const std::uint8_t* bins, int stride, std::int32_t row, int first,
+                                int* out) {
+  const std::uint32_t word = __ldg(reinterpret_cast<const std::uint32_t*>(
+      bins + static_cast<std::size_t>(row) * stride + first));
+  for (int j = 0; j < 4; ++j) out[j] = static_cast<int>((word >> (8 * j)) & 0xffu);
+}
+__device__ inline void FourBins(const std::uint16_t* bins, int stride, std::int32_t row, int first,
+                                int* out) {
+  const uint2 word =
+      __ldg(reinterpret_cast<const uint2*>(bins + static_cast<std::size_t>(row) * stride + first));
+  out[0] = static_cast<int>(word.x & 0xffffu);
+  out[1] = static_cast<int>(word.x >> 16);
+  out[2] = static_cast<int>(word.y & 0xffffu);
+  out[3] = static_cast<int>(word.y >> 16);
+}
+
 // Histograms of the batch's smaller children for the features of group g = blockIdx.y:
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
 // most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
@@ -97,30 +115,39 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
             atomicAdd(at + 3 * cells, pair.hessian >> 16);
           }
         };
-        int position = row_lane;
-        for (; position + rows_per_pass < static_cast<int>(rows); position += 2 * rows_per_pass) {
-          const std::int32_t row0 = block_rows[position];
-          const std::int32_t row1 = block_rows[position + rows_per_pass];
-          const GradientPair pair0 = context.pairs[row0];
-          const GradientPair pair1 = context.pairs[row1];
-          int bins0[kFeaturesPerThread];
-          int bins1[kFeaturesPerThread];
-          for (int j = 0; j < kFeaturesPerThread; ++j) {
-            const int feature = j < features_here ? first_feature + j : first_feature;
-            bins0[j] = BinOf(bins, stride, row0, feature);
-            bins1[j] = BinOf(bins, stride, row1, feature);
+        // A thread's cells of a row: one aligned word when its first feature is a multiple
+        // of 4 (the device rows are padded to a multiple of 4 cells), else cell by cell.
+        const bool whole_word = first_feature % kFeaturesPerThread == 0;
+        auto load_bins = [&](std::int32_t row, int* row_bins) {
+          if (whole_word) {
+            FourBins(bins, stride, row, first_feature, row_bins);
+          } else {
+            for (int j = 0; j < kFeaturesPerThread; ++j) {
+              const int feature = j < features_here ? first_feature + j : first_feature;
+              row_bins[j] = BinOf(bins, stride, row, feature);
+            }
           }
-          add_row(row0, pair0, bins0);
-          add_row(row1, pair1, bins1);
+        };
+        // kHistogramRowsInFlight rows' loads are issued before any of their atomics.
+        constexpr int kInFlight = kHistogramRowsInFlight;
+        int position = row_lane;
+        for (; position + (kInFlight - 1) * rows_per_pass < static_cast<int>(rows);
+             position += kInFlight * rows_per_pass) {
+          std::int32_t row[kInFlight];
+          GradientPair pair[kInFlight];
+          int row_bins[kInFlight][kFeaturesPerThread];
+          for (int k = 0; k < kInFlight; ++k) row[k] = block_rows[position + k * rows_per_pass];
+          for (int k = 0; k < kInFlight; ++k) {
+            pair[k] = context.pairs[row[k]];
+            load_bins(row[k], row_bins[k]);
+          }
+          for (int k = 0; k < kInFlight; ++k) add_row(row[k], pair[k], row_bins[k]);
         }
         for (; position < static_cast<int>(rows); position += rows_per_pass) {
           const std::int32_t row = block_rows[position];
           const GradientPair pair = context.pairs[row];
           int row_bins[kFeaturesPerThread];
-          for (int j = 0; j < kFeaturesPerThread; ++j) {
-            const int feature = j < features_here ? first_feature + j : first_feature;
-            row_bins[j] = BinOf(bins, stride, row, feature);
-          }
+          load_bins(row, row_bins);
           add_row(row, pair, row_bins);
         }
       }

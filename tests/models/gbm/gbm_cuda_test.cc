@@ -128,6 +128,20 @@ TEST(GbmCuda, MillionRowsBinaryAndMulticlassMatchTheCpu) {
   ExpectSameModel(MakeSynthetic(1000000, 28, 3), params, "1M x 28 multiclass");
 }
 
+// 30 features: the device rows are padded to 32 cells. At 1023 bins the cells are 16-bit and
+// the features split into several shared-memory groups, some starting off a multiple of 4 (the
+// histogram threads then read cell by cell instead of a word of four).
+TEST(GbmCuda, PaddedRowsAndSeveralFeatureGroupsMatchTheCpu) {
+  TFG_REQUIRE_GPU();
+  const Problem synthetic = MakeSynthetic(200000, 30, 2);
+  GbmParams params;
+  params.num_iterations = 15;
+  params.num_leaves = 127;
+  ExpectSameModel(synthetic, params, "200k x 30, 255 bins");
+  params.max_bin = 1023;
+  ExpectSameModel(synthetic, params, "200k x 30, 1023 bins");
+}
+
 TEST(GbmCuda, RegressionObjectivesMatchTheCpu) {
   TFG_REQUIRE_GPU();
   TFG_REQUIRE_DATASETS();
