@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -16,6 +17,7 @@
 #include "core/timer.h"
 #include "data/csv_reader.h"
 #include "data/table.h"
+#include "device/cuda_device.h"
 #include "tabforge/predictor.h"
 
 namespace tabforge::cli {
@@ -153,6 +155,9 @@ void RunFit(const FitArgs& args) {
   }
   fit.gpu_memory_fraction = args.gpu_memory_fraction;
   fit.seed = args.seed;
+  // A fit that may use a GPU starts the CUDA runtime while the data is read.
+  std::optional<device::CudaWarmUp> warm_up;
+  if (fit.num_gpus != 0) warm_up.emplace(0);
   const data::Table train = ReadTable(args.train, args.cpus);
   data::Table tuning;
   if (!args.tuning.empty()) {
@@ -162,6 +167,7 @@ void RunFit(const FitArgs& args) {
   // The test file is read before training so that a bad path fails fast.
   data::Table test;
   if (!args.test.empty()) test = ReadTable(args.test, args.cpus);
+  if (warm_up) warm_up->Wait();
   if (fit.time_limit > 0) fit.time_limit = std::max(fit.time_limit - watch.Seconds(), 1e-3);
   TabularPredictor predictor(args.label, options);
   predictor.fit(train, fit);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 
 namespace tabforge::device {
 
@@ -23,5 +24,23 @@ struct CudaDeviceInfo {
 
 // Looks up device `ordinal` (and makes it current when usable).
 CudaDeviceInfo QueryCudaDevice(int ordinal);
+
+// Starts the CUDA runtime on device `ordinal` on a thread of its own, so that work done
+// meanwhile (reading or binning the data) hides it: the first call on a device sets up its
+// context (about 0.2 s on an H100). Waits for it when destroyed or by Wait(). Reports nothing:
+// a device that cannot be used is reported by whatever uses it next.
+class CudaWarmUp {
+ public:
+  explicit CudaWarmUp(int ordinal);
+  ~CudaWarmUp();
+  CudaWarmUp(const CudaWarmUp&) = delete;
+  CudaWarmUp& operator=(const CudaWarmUp&) = delete;
+  // Waits for the start (at once when it is over or was never begun); returns the seconds
+  // waited.
+  double Wait();
+
+ private:
+  std::thread thread_;
+};
 
 }  // namespace tabforge::device
