@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "automl/dynamic_stacking.h"
@@ -28,6 +29,7 @@
 #include "core/timer.h"
 #include "data/problem_type.h"
 #include "data/table.h"
+#include "device/cuda_device.h"
 #include "device/doctor.h"
 #include "ensemble/bagging.h"
 #include "ensemble/folds.h"
@@ -457,6 +459,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
                        {"seconds", check.seconds},
                        {"note", check.note}};
   }
+  // A fit that may use a GPU starts the CUDA runtime while the features are made.
+  std::optional<device::CudaWarmUp> warm_up;
+  if (options.num_gpus != 0) warm_up.emplace(0);
   features::PipelineOptions pipeline_options;
   pipeline_options.num_threads = s.threads;
   s.BeginStaging();
@@ -477,6 +482,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
         options.gpu_memory_fraction));
   }
   if (options.num_gpus != 0) {
+    if (warm_up) warm_up->Wait();
     const device::GpuEnvironment gpu_env = device::DiscoverGpus();
     const device::Diagnosis diagnosis = device::Diagnose(gpu_env);
     if (diagnosis.usable_device >= 0) {
