@@ -7,11 +7,11 @@
 // Fits on all training rows (no validation rows), predicts the test rows and prints one JSON
 // line: family, dataset, rows, params, threads, the test metrics under their src/metrics names,
 // fit and predict seconds (--predict-repeats N: the test rows are predicted N times;
-// predict_seconds is the first, which pays one-off set-up such as a GPU's context and library
-// handles, predict_best_seconds the fastest), iterations, device, peak RSS, model size and SHA-256.
+// predict_seconds is the first, which pays one-off set-up such as a GPU's library handles,
+// predict_best_seconds the fastest), iterations, device, peak RSS, model size and SHA-256.
 // With --gpus N > 0 the CUDA runtime starts while the data is read or made (as `tabforge fit`
-// does), so fit_seconds counts no device context set-up that reading the data hid;
-// cuda_wait_seconds is what was left of it when the data was ready.
+// does), so neither fit_seconds nor predict_seconds counts the device context set-up that
+// reading the data hid; cuda_wait_seconds is what was left of it when the data was ready.
 // --predictions FILE writes the test rows' predictions (a line per row, its outputs
 // comma-separated, with the label), for comparisons row by row with a peer's.
 #include <fmt/format.h>
