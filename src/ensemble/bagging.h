@@ -25,8 +25,12 @@ class ModelGroup {
 
   const std::string& family() const { return family_; }
   const std::vector<std::unique_ptr<models::Model>>& members() const { return members_; }
-  // The average of the members' predictions (row-major n x outputs).
+  // The average of the members' predictions (row-major n x outputs). Batches of fewer than
+  // kSmallBatchRows rows, which a member cannot spread over threads, are predicted by several
+  // members at once, one thread each; either way the sum runs in member order, so the result
+  // is the same bits.
   std::vector<double> Predict(const features::FeatureMatrix& features, int threads) const;
+  static constexpr std::int64_t kSmallBatchRows = 256;
   // The members' mean iteration count (rounded), for refitting on all rows.
   int MeanIterations() const;
   // Takes `other`'s members (another set of the same configuration's folds) as its own.

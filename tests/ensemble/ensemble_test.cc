@@ -69,6 +69,47 @@ TEST(Bagging, OutOfFoldPredictionsCoverEveryRowOncePerSetWithoutLeakage) {
   EXPECT_DOUBLE_EQ(in_sample[0], (9 * 1000.0 + 3 * 1.0) / 12);
 }
 
+// A bag's prediction of a few rows (its members side by side, one thread each) is the same bits
+// as the one-by-one prediction and as those rows' part of a large batch: a bag of GBM and RF
+// fold models on Adult.
+TEST(Bagging, SmallBatchesPredictTheSameBitsAsLargeOnes) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table table = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
+  std::vector<std::int64_t> rows(3000);
+  std::iota(rows.begin(), rows.end(), 0);
+  const data::Table part = data::SelectRows(table, rows);
+  const features::FeatureMatrix x = features::FeaturePipeline::Fit(part, "class").Transform(part);
+  std::vector<double> labels;
+  const data::Column& column = part.ColumnByName("class");
+  for (std::int64_t row = 0; row < part.num_rows(); ++row)
+    labels.push_back(column.CellText(row) == ">50K" ? 1.0 : 0.0);
+  models::Task task;
+  for (const char* family : {"GBM", "RF"}) {
+    const std::string params =
+        std::string(family) == "GBM" ? R"({"num_iterations": 30})" : R"({"n_estimators": 20})";
+    const BagResult bag =
+        FitBagged([&] { return models::GetFamily(family).create(params, task); }, family, x, labels,
+                  {AssignFolds(labels, true, 4, 3, 0)}, 4, task, {}, 0, false);
+    ASSERT_EQ(bag.group.members().size(), 4u) << family;
+    const std::vector<double> large = bag.group.Predict(x, 2);
+    for (const std::int64_t count : {std::int64_t(1), std::int64_t(37)}) {
+      std::vector<std::int64_t> picked;
+      for (std::int64_t at = 0; at < count; ++at) picked.push_back((at * 977 + 5) % x.num_rows);
+      const features::FeatureMatrix few = features::SelectRows(x, picked);
+      const std::vector<double> side_by_side = bag.group.Predict(few, 2);
+      const std::vector<double> one_by_one = bag.group.Predict(few, 1);
+      ASSERT_EQ(side_by_side.size(), static_cast<std::size_t>(2 * count));
+      for (std::int64_t at = 0; at < count; ++at) {
+        for (int k = 0; k < 2; ++k) {
+          const double expected = large[picked[at] * 2 + k];
+          ASSERT_EQ(side_by_side[at * 2 + k], expected) << family << ", row " << picked[at];
+          ASSERT_EQ(one_by_one[at * 2 + k], expected) << family << ", row " << picked[at];
+        }
+      }
+    }
+  }
+}
+
 // Real members: GBM configurations trained on Adult rows, weighted on held-out rows.
 TEST(WeightedEnsemble, WeightsSumToOneAndScoreAtLeastTheBestMember) {
   TFG_REQUIRE_DATASETS();
