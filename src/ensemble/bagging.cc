@@ -12,6 +12,26 @@ namespace tabforge::ensemble {
 namespace {
 constexpr std::string_view kGroupMagic = "TFGROUP";
 constexpr std::uint32_t kGroupVersion = 1;
+
+// Runs body(0..count-1) on `threads` threads (0: the process's); the first exception thrown is
+// rethrown here.
+template <typename Body>
+void ForEachInParallel(std::int64_t count, const Body& body, int threads = 0) {
+  Context context;
+  context.num_threads = threads;
+  std::exception_ptr failure;
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic)
+  for (std::int64_t at = 0; at < count; ++at) {
+    try {
+      body(at);
+    } catch (...) {
+#pragma omp critical(tabforge_group_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
 std::vector<double> ModelGroup::Predict(const features::FeatureMatrix& features,
@@ -24,17 +44,9 @@ std::vector<double> ModelGroup::Predict(const features::FeatureMatrix& features,
   if (features.num_rows < kSmallBatchRows && members_.size() > 1 && thread_count > 1) {
     // A single row, say: the members side by side (a bag's folds take about equal time).
     std::vector<std::vector<double>> parts(members_.size());
-    std::exception_ptr failure;
-#pragma omp parallel for num_threads(thread_count) schedule(dynamic)
-    for (std::size_t m = 0; m < members_.size(); ++m) {
-      try {
-        parts[m] = members_[m]->Predict(features, 1);
-      } catch (...) {
-#pragma omp critical(tabforge_group_predict_failure)
-        if (!failure) failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
+    ForEachInParallel(
+        static_cast<std::int64_t>(members_.size()),
+        [&](std::int64_t m) { parts[m] = members_[m]->Predict(features, 1); }, thread_count);
     sum = std::move(parts[0]);
     for (std::size_t m = 1; m < members_.size(); ++m) {
       for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += parts[m][i];
@@ -63,26 +75,6 @@ int ModelGroup::MeanIterations() const {
   for (const auto& member : members_) total += member->Info().iterations;
   return members_.empty() ? 0 : static_cast<int>(std::lround(total / double(members_.size())));
 }
-
-namespace {
-
-// Runs body(0..count-1) on the process's threads; the first exception thrown is rethrown here.
-template <typename Body>
-void ForEachInParallel(std::int64_t count, const Body& body) {
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t at = 0; at < count; ++at) {
-    try {
-      body(at);
-    } catch (...) {
-#pragma omp critical(tabforge_group_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-}
-
-}  // namespace
 
 // Members are serialized and read back in parallel: a bagged forest's fold models take
 // seconds each.
