@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
         "{{\"dataset\":\"{}\",\"rows\":{},\"params\":{},\"threads\":{},\"device\":\"{}\","
         "\"device_note\":\"{}\"{},\"bin_seconds\":{:.4f},\"upload_seconds\":{:.4f},"
         "\"train_seconds\":{:.4f},\"predict_seconds\":{:.4f},"
-        "\"device_batches\":{},\"device_histogram_bytes\":{},\"rounds\":{},\"stop_reason\":\"{}\","
+        "\"device_batches\":{},\"device_histogram_bytes\":{},\"device_unused_split_rows\":{},"
+        "\"rounds\":{},\"stop_reason\":\"{}\","
         "\"peak_rss_bytes\":{},\"raw_"
         "data_bytes\":{},"
         "\"raw_label_bytes\":{},\"bin_matrix_bytes\":{},\"memory_bar_bytes\":{},"
@@ -147,10 +148,10 @@ int main(int argc, char** argv) {
         model.report().device_note, metric_json, model.report().bin_seconds,
         model.report().upload_seconds, model.report().train_seconds, predict_seconds,
         model.report().device_batches, model.report().device_histogram_bytes,
-        model.report().iterations, model.report().stop_reason,
-        static_cast<long long>(usage.ru_maxrss) * 1024, raw_feature_bytes, raw_label_bytes,
-        model.report().bin_matrix_bytes, memory_bar_bytes, model_bytes.size(),
-        Sha256Hex(model_bytes));
+        model.report().device_unused_split_rows, model.report().iterations,
+        model.report().stop_reason, static_cast<long long>(usage.ru_maxrss) * 1024,
+        raw_feature_bytes, raw_label_bytes, model.report().bin_matrix_bytes, memory_bar_bytes,
+        model_bytes.size(), Sha256Hex(model_bytes));
     return 0;
   } catch (const tabforge::Error& error) {
     std::fprintf(stderr, "gbm_bench: %s\n", error.what());

@@ -513,6 +513,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   model.report_.train_seconds = watch.Seconds() - model.report_.upload_seconds;
   model.report_.device_batches = trainer->DeviceBatches();
   model.report_.device_histogram_bytes = trainer->DeviceHistogramBytes();
+  model.report_.device_unused_split_rows = trainer->DeviceUnusedSplitRows();
   // The training state goes before the prediction layout is built, so the two never add up.
   trainer.reset();
   bins = tree::BinMatrix{};

@@ -107,12 +107,13 @@ struct FitReport {
   double bin_seconds = 0;
   double upload_seconds = 0;  // CUDA: moving the bins and rows to the device (not in train)
   double train_seconds = 0;
-  std::int64_t bin_matrix_bytes = 0;        // the binned training rows
-  std::string device = "cpu";               // where the rounds ran: "cpu" or "cuda:ID NAME"
-  std::string device_note;                  // when CUDA was asked for but not used: why
-  std::int64_t device_bytes = 0;            // device memory the fit reserved (CUDA)
-  std::int64_t device_batches = 0;          // CUDA: batches of leaf splits the trees took
-  std::int64_t device_histogram_bytes = 0;  // CUDA: bytes the histogram builds read
+  std::int64_t bin_matrix_bytes = 0;          // the binned training rows
+  std::string device = "cpu";                 // where the rounds ran: "cpu" or "cuda:ID NAME"
+  std::string device_note;                    // when CUDA was asked for but not used: why
+  std::int64_t device_bytes = 0;              // device memory the fit reserved (CUDA)
+  std::int64_t device_batches = 0;            // CUDA: batches of leaf splits the trees took
+  std::int64_t device_histogram_bytes = 0;    // CUDA: bytes the histogram builds read
+  std::int64_t device_unused_split_rows = 0;  // CUDA: histogram rows of splits made ahead, unused
 };
 
 class GbmModel {

@@ -110,6 +110,7 @@ class CudaRoundTrainer final : public RoundTrainer {
 
   std::int64_t DeviceBatches() const override { return grower_.batches_run(); }
   std::int64_t DeviceHistogramBytes() const override { return grower_.histogram_bytes(); }
+  std::int64_t DeviceUnusedSplitRows() const override { return grower_.unused_split_rows(); }
 
  private:
   // Adds the tree's leaf values (unscaled on the device; times the learning rate as the host

@@ -60,6 +60,7 @@ class RoundTrainer {
   // Batches of leaf splits run on the device so far (CUDA rounds; 0 on the CPU).
   virtual std::int64_t DeviceBatches() const { return 0; }
   virtual std::int64_t DeviceHistogramBytes() const { return 0; }
+  virtual std::int64_t DeviceUnusedSplitRows() const { return 0; }
 };
 
 // The CPU's rounds; over merged rows (MakeMergedRoundTrainer) when the parameters ask for it

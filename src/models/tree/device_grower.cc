@@ -121,6 +121,7 @@ struct DeviceTreeGrower::State {
   const void* graph_scales = nullptr;
   std::int64_t batches_run = 0;
   std::int64_t rows_histogrammed = 0;  // rows read by histogram builds, every tree
+  std::int64_t unused_split_rows = 0;  // of those, rows of splits no tree used
 
   ~State() {
     // Batches a failed Grow left queued may still write the mapped status and the arrays.
@@ -368,6 +369,8 @@ std::int64_t DeviceTreeGrower::histogram_bytes() const {
   return state_->rows_histogrammed * row_bytes;
 }
 
+std::int64_t DeviceTreeGrower::unused_split_rows() const { return state_->unused_split_rows; }
+
 int DeviceTreeGrower::device_bin_stride() const { return state_->context.bins.stride; }
 
 const void* DeviceTreeGrower::device_bins() const {
@@ -457,6 +460,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   for (int id = 0; id < grown.device_leaves; ++id) splits.push_back(SplitOf(records[id]));
   Tree tree(0.0);
   std::vector<int> tree_to_device = {0};  // tree leaf -> device leaf
+  std::vector<std::uint8_t> used(static_cast<std::size_t>(grown.device_leaves), 0);
   auto best_of = [&](int leaf) -> const LeafSplit& { return splits[tree_to_device[leaf]]; };
   while (tree.num_leaves() < s.params.num_leaves) {
     const int chosen = ChooseLeaf(tree.num_leaves(), best_of);
@@ -465,6 +469,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
     TFG_CHECK(records[id].left >= 0 && records[id].right < grown.device_leaves,
               "the device did not split leaf {} that the tree splits next", chosen);
     CommitSplit(tree, chosen, splits[id], *s.mapper);
+    used[static_cast<std::size_t>(id)] = 1;
     tree_to_device[chosen] = records[id].left;
     tree_to_device.push_back(records[id].right);
   }
@@ -481,8 +486,10 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
     TFG_CHECK(left < grown.device_leaves && right < grown.device_leaves,
               "device leaf {} has children {} and {} of {} leaves", id, left, right,
               grown.device_leaves);
-    s.rows_histogrammed += std::min(records[left].end - records[left].begin,
-                                    records[right].end - records[right].begin);
+    const std::int64_t smaller = std::min(records[left].end - records[left].begin,
+                                          records[right].end - records[right].begin);
+    s.rows_histogrammed += smaller;
+    if (!used[static_cast<std::size_t>(id)]) s.unused_split_rows += smaller;
   }
 
   const int num_leaves = tree.num_leaves();

@@ -59,6 +59,8 @@ class DeviceTreeGrower {
   // position in the row order and gradient pair once per feature group (the histogram
   // kernels' effective traffic).
   std::int64_t histogram_bytes() const;
+  // Rows the histogram builds read for splits made ahead that no tree used.
+  std::int64_t unused_split_rows() const;
   // The bin matrix on the device: row-major, 8- or 16-bit cells as on the host, rows
   // device_bin_stride() cells apart (padded so that four features' cells load as one word).
   const void* device_bins() const;
