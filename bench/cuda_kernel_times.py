@@ -12,6 +12,10 @@ of train_seconds (what is left is launch gaps, host work and copies), and the ke
 the most time (name, launches, total and mean microseconds). ncu serialises the kernels, so the
 sums are each kernel's own time, without overlap.
 
+--launch-skip N --launch-count M profile only launches N to N + M - 1 (e.g. batches in the
+middle of a GBM's training, whose trees differ from the first ones); the line then leaves out the
+share of train_seconds and the bandwidth, which need every launch.
+
 When the run reports device_histogram_bytes (gbm_bench with --device cuda: the bin cells, row
 positions and gradient pairs its histogram builds read), the line also gives the histogram
 kernels' effective bandwidth: those bytes over the summed time of the kernels whose names
@@ -43,6 +47,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ncu", default=shutil.which("ncu") or "ncu")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--launch-skip", type=int, default=0)
+    parser.add_argument("--launch-count", type=int, default=0)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -55,9 +61,15 @@ def main():
     train_seconds = report.get("train_seconds")
     histogram_bytes = report.get("device_histogram_bytes")
 
+    window = args.launch_skip > 0 or args.launch_count > 0
+    window_options = []
+    if args.launch_skip > 0:
+        window_options += ["--launch-skip", str(args.launch_skip)]
+    if args.launch_count > 0:
+        window_options += ["--launch-count", str(args.launch_count)]
     profiled = subprocess.run(
         [args.ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
-         "--print-units", "base"] + command,
+         "--print-units", "base"] + window_options + command,
         capture_output=True, text=True)
     if profiled.returncode != 0:
         sys.exit(f"ncu failed ({profiled.returncode}): {profiled.stderr.strip()[-2000:]}")
@@ -84,7 +96,7 @@ def main():
     histogram_seconds = sum(seconds for name, seconds in totals.items()
                             if "histogram" in name.lower())
     extra = {}
-    if histogram_bytes and histogram_seconds > 0:
+    if histogram_bytes and histogram_seconds > 0 and not window:
         extra = {"histogram_bytes": histogram_bytes,
                  "histogram_kernel_seconds": round(histogram_seconds, 6),
                  "histogram_bytes_per_second": float(f"{histogram_bytes / histogram_seconds:.4g}")}
@@ -94,7 +106,8 @@ def main():
         "launches": sum(launches.values()),
         "kernel_seconds": round(kernel_seconds, 6),
         "kernel_share_of_train": round(kernel_seconds / train_seconds, 4)
-        if train_seconds else None,
+        if train_seconds and not window else None,
+        "launch_window": [args.launch_skip, args.launch_count] if window else None,
         "kernels": [{"name": name, "launches": launches[name],
                      "total_us": round(1e6 * seconds, 1),
                      "mean_us": round(1e6 * seconds / launches[name], 2)}

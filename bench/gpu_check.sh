@@ -14,8 +14,8 @@
 # hash expected; predict_seconds: the 2.5M test rows on the GPU for a CUDA model, on the CPU for
 # the other), KNN on the GPU against the CPU (1M references, 100k queries; the GPU's prediction
 # twice: the first pays one-off set-up; the CUDA context itself is started while the data is
-# made), the device's copy bandwidth and the histogram kernels' effective bandwidth (Nsight
-# Compute, 10M rows, 20 rounds).
+# made), the device's copy bandwidth, the histogram kernels' effective bandwidth (Nsight
+# Compute, 10M rows, 20 rounds) and the kernels' times in the middle of a 1M-row training.
 set -uo pipefail
 dir=${1:?usage: gpu_check.sh PACKED_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,4 +61,8 @@ done
 if command -v ncu >/dev/null; then
   timeout 200 python3 "$here/cuda_kernel_times.py" --top 4 -- ./run gbm_bench \
     --synthetic 10000000,28,0 --device cuda --params '{"num_leaves":255,"num_iterations":20}'
+  # Batches in the middle of training (about tree 270 of 500), where a batch holds a few leaves.
+  timeout 240 python3 "$here/cuda_kernel_times.py" --top 4 --launch-skip 120000 \
+    --launch-count 1200 -- ./run gbm_bench --synthetic 1000000,28,0 --device cuda \
+    --params '{"num_leaves":255,"num_iterations":500}'
 fi
