@@ -1,6 +1,7 @@
 #include "models/tree/compact_forest.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -63,14 +64,41 @@ void CompactForest::Build(const std::vector<Tree>& trees, const BinMapper& mappe
     const Tree& tree = trees[at];
     const auto first_node = static_cast<std::int32_t>(node_base[at]);
     const auto first_leaf = static_cast<std::int32_t>(leaf_base[at]);
-    auto link = [&](std::int32_t child) {
-      return child >= 0 ? first_node + child : ~(first_leaf + ~child);
-    };
     roots_[at] = tree.nodes().empty() ? ~first_leaf : first_node;
+    // Depth first, each node followed by its child with more leaves below it (the side more
+    // rows are likely to take), so a walk often finds its next node in the line it just read.
+    const std::vector<TreeNode>& tree_nodes = tree.nodes();
+    const auto node_count = static_cast<std::int32_t>(tree_nodes.size());
+    std::vector<std::int32_t> leaves_below(tree_nodes.size(), 0);
+    auto below = [&](std::int32_t child) { return child >= 0 ? leaves_below[child] : 1; };
+    for (std::int32_t index = node_count - 1; index >= 0; --index) {  // children after parents
+      leaves_below[index] = below(tree_nodes[index].left) + below(tree_nodes[index].right);
+    }
+    std::vector<std::int32_t> order;  // new position -> node of the tree
+    std::vector<std::int32_t> position(tree_nodes.size(), 0);
+    order.reserve(tree_nodes.size());
+    std::vector<std::int32_t> pending;
+    if (node_count > 0) pending.push_back(0);
+    while (!pending.empty()) {
+      const std::int32_t index = pending.back();
+      pending.pop_back();
+      position[index] = static_cast<std::int32_t>(order.size());
+      order.push_back(index);
+      const TreeNode& node = tree_nodes[index];
+      const bool left_first = below(node.left) >= below(node.right);
+      for (std::int32_t child :
+           left_first ? std::array{node.right, node.left} : std::array{node.left, node.right}) {
+        if (child >= 0) pending.push_back(child);
+      }
+    }
+    auto link = [&](std::int32_t child) {
+      return child >= 0 ? first_node + position[child] : ~(first_leaf + ~child);
+    };
     std::size_t category = category_base[at];
     std::size_t bit = bit_base[at];
     std::size_t out_at = node_base[at];
-    for (const TreeNode& node : tree.nodes()) {
+    for (const std::int32_t index : order) {
+      const TreeNode& node = tree_nodes[index];
       Node& out = nodes_[out_at++];
       out.feature = node.feature | (node.categorical ? kCategorical : 0) |
                     (node.default_left ? kDefaultLeft : 0);
