@@ -4,6 +4,7 @@
 // cache line per node and allocates nothing, so a single row can be scored in place.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -91,6 +92,12 @@ class CompactForest {
                  const Code& code, std::int32_t* leaf) const {
     std::int32_t at[kWalkGroup];
     for (int member = 0; member < count; ++member) at[member] = Root(first + member);
+    // The next group's first nodes are fetched while this group walks (a caller takes the
+    // groups in order): its walks then start on lines already on their way.
+    const int next_end = std::min(first + 2 * count, num_trees());
+    for (int tree = first + count; tree < next_end; ++tree) {
+      if (roots_[tree] >= 0) __builtin_prefetch(&nodes_[static_cast<std::size_t>(roots_[tree])]);
+    }
     for (bool walking = true; walking;) {
       walking = false;
       for (int member = 0; member < count; ++member) {
