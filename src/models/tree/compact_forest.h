@@ -82,7 +82,7 @@ class CompactForest {
   const std::vector<std::uint32_t>& bits() const { return bits_; }
 
   // The most trees WalkTrees takes at once.
-  static constexpr int kWalkGroup = 8;
+  static constexpr int kWalkGroup = 16;
 
   // The leaves (numbered as Leaf's) of trees [first, first + count), count <= kWalkGroup, for
   // one row, into leaf[0, count): the trees are walked side by side, a level of each in turn, so
