@@ -461,15 +461,20 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   const int trees = forest_.num_trees();
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache, and the rows of a block
   // walk each tree side by side, a group at a time: their node loads (deep trees miss the
-  // caches) then overlap instead of waiting on each other.
-  constexpr std::int64_t kBlockRows = 64;
+  // caches) then overlap instead of waiting on each other. Large blocks fetch a deep tree's
+  // upper nodes once for more rows; four blocks per thread at least keep the threads even.
+  constexpr std::int64_t kMinBlockRows = 64;
+  constexpr std::int64_t kMaxBlockRows = 1024;
   constexpr int kGroup = 8;
-  const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const int thread_count = context.Threads();
+  const std::int64_t block_rows = std::clamp<std::int64_t>(rows / (4 * std::int64_t(thread_count)),
+                                                           kMinBlockRows, kMaxBlockRows);
+  const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
   const double scale = trees > 0 ? 1.0 / double(trees) : 0.0;
-#pragma omp parallel for num_threads(context.Threads()) schedule(static)
+#pragma omp parallel for num_threads(thread_count) schedule(static)
   for (std::int64_t block = 0; block < blocks; ++block) {
-    const std::int64_t first = block * kBlockRows;
-    const std::int64_t last = std::min(rows, first + kBlockRows);
+    const std::int64_t first = block * block_rows;
+    const std::int64_t last = std::min(rows, first + block_rows);
     if (last - first < kGroup) {
       // Too few rows to walk side by side (a single row, say): each walks groups of trees side
       // by side instead. Either way a row adds its trees' outputs in tree order.
