@@ -461,14 +461,10 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   const int trees = forest_.num_trees();
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache, and the rows of a block
   // walk each tree side by side, a group at a time: their node loads (deep trees miss the
-  // caches) then overlap instead of waiting on each other. Large blocks fetch a deep tree's
-  // upper nodes once for more rows; four blocks per thread at least keep the threads even.
-  constexpr std::int64_t kMinBlockRows = 64;
-  constexpr std::int64_t kMaxBlockRows = 1024;
+  // caches) then overlap instead of waiting on each other (block size: CompactForest::BlockRows).
   constexpr int kGroup = 8;
   const int thread_count = context.Threads();
-  const std::int64_t block_rows = std::clamp<std::int64_t>(rows / (4 * std::int64_t(thread_count)),
-                                                           kMinBlockRows, kMaxBlockRows);
+  const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
   const double scale = trees > 0 ? 1.0 / double(trees) : 0.0;
 #pragma omp parallel for num_threads(thread_count) schedule(static)

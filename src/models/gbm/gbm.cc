@@ -541,18 +541,13 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   }
   std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache while the block's values
-  // of its features (column-major) are read in runs; large blocks fetch each tree (a large
-  // model is far larger than the caches) once for more rows, and four blocks per thread at
-  // least keep the threads even. A block of fewer than kWalkGroup rows (a single row, say)
-  // walks groups of trees side by side instead, so that their node loads overlap. Either way a
-  // row adds its trees' values in tree order.
-  constexpr std::int64_t kMinBlockRows = 64;
-  constexpr std::int64_t kMaxBlockRows = 1024;
+  // of its features (column-major) are read in runs (CompactForest::BlockRows). A block of
+  // fewer than kWalkGroup rows (a single row, say) walks groups of trees side by side instead,
+  // so that their node loads overlap. Either way a row adds its trees' values in tree order.
   constexpr int kGroup = tree::CompactForest::kWalkGroup;
   const std::vector<double>& leaf_values = forest_.leaves();
   const int thread_count = context.Threads();
-  const std::int64_t block_rows = std::clamp<std::int64_t>(rows / (4 * std::int64_t(thread_count)),
-                                                           kMinBlockRows, kMaxBlockRows);
+  const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
 #pragma omp parallel for num_threads(thread_count) schedule(static)
   for (std::int64_t block = 0; block < blocks; ++block) {

@@ -81,6 +81,16 @@ class CompactForest {
   const std::vector<Categories>& categories() const { return categories_; }
   const std::vector<std::uint32_t>& bits() const { return bits_; }
 
+  // Rows per block for a batch walked block by block, tree by tree, on `threads` threads:
+  // large blocks fetch each tree (a large model is far larger than the caches) once for more
+  // rows; four blocks per thread at least keep the threads even.
+  static std::int64_t BlockRows(std::int64_t rows, int threads) {
+    constexpr std::int64_t kMinBlockRows = 64;
+    constexpr std::int64_t kMaxBlockRows = 1024;
+    return std::clamp<std::int64_t>(rows / (4 * std::int64_t(threads)), kMinBlockRows,
+                                    kMaxBlockRows);
+  }
+
   // The most trees WalkTrees takes at once.
   static constexpr int kWalkGroup = 16;
 
