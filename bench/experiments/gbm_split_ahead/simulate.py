@@ -3,7 +3,9 @@
 
 Input: trees dumped by dump_trees.patch (apply it, build gbm_bench, run a CPU training with
 TFG_DUMP=FILE): for every 10th round, the tree the same gradients grow with 2047 leaves, one
-line per node in best-first order: "gain left right" (children >= 0 are nodes, < 0 leaves). The
+line per node in best-first order: "gain left right [left_rows right_rows]" (children >= 0 are
+nodes, < 0 leaves; with the row counts, the histogram rows of each rule are counted too: a
+split builds its smaller child's histogram). The
 first num_leaves - 1 nodes are the 255-leaf tree the model holds (best-first growth is
 prefix-consistent); later nodes give the gains of splits made ahead and never taken. Leaves of
 the dump count as leaves that cannot split (so splits made ahead are slightly undercounted).
@@ -30,8 +32,9 @@ def read_trees(path):
             _, round_index, count = lines[at].split()
             nodes = []
             for line in lines[at + 1:at + 1 + int(count)]:
-                gain, left, right = line.split()
-                nodes.append((float(gain), int(left), int(right)))
+                fields = line.split()
+                rows = min(int(fields[3]), int(fields[4])) if len(fields) == 5 else 0
+                nodes.append((float(fields[0]), int(fields[1]), int(fields[2]), rows))
             trees.append((int(round_index), nodes))
             at += int(count) + 1
         else:
@@ -52,7 +55,7 @@ def suffix_minima(path, kept):
 
 def simulate(nodes, strategy, slots_per_leaf=3, kept=6, deep_share=0.5, reserve=1.0):
     parent = {}
-    for index, (_, left, right) in enumerate(nodes):
+    for index, (_, left, right, _) in enumerate(nodes):
         for child in (left, right):
             if child >= 0:
                 parent[child] = index
@@ -68,7 +71,7 @@ def simulate(nodes, strategy, slots_per_leaf=3, kept=6, deep_share=0.5, reserve=
 
     def make(node):
         made.add(node)
-        for child in nodes[node][1:]:
+        for child in nodes[node][1:3]:
             if child >= 0:
                 known.add(child)
                 created[child] = len(created)
@@ -107,7 +110,9 @@ def simulate(nodes, strategy, slots_per_leaf=3, kept=6, deep_share=0.5, reserve=
             make(node)
             slots += 1
         batches += 1
-    return batches, sum(1 for n in made if n >= final)
+    unused = [n for n in made if n >= final]
+    return (batches, len(unused), sum(nodes[n][3] for n in made),
+            sum(nodes[n][3] for n in unused))
 
 
 def main():
@@ -115,16 +120,18 @@ def main():
     for name, strategy, options in [("shipped", "shipped", {}), ("deep", "deep", {}),
                                     ("deep, 3 minima", "deep", {"kept": 3}),
                                     ("deep, share 1/3", "deep", {"deep_share": 1 / 3})]:
-        groups = collections.defaultdict(lambda: [0, 0, 0])
+        groups = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
         for round_index, nodes in trees:
-            batches, unused = simulate(nodes, strategy, **options)
+            batches, unused, rows, unused_rows = simulate(nodes, strategy, **options)
             group = groups[round_index // 100]
-            group[0] += batches
-            group[1] += unused
-            group[2] += 1
+            for at, value in enumerate((batches, unused, 1, rows, unused_rows)):
+                group[at] += value
         count = sum(g[2] for g in groups.values())
+        rows = sum(g[3] for g in groups.values()) / count
+        unused_rows = sum(g[4] for g in groups.values()) / count
         print(f"{name:18} batches a tree {sum(g[0] for g in groups.values()) / count:6.1f}, "
-              f"splits never taken {sum(g[1] for g in groups.values()) / count:6.1f} | " +
+              f"splits never taken {sum(g[1] for g in groups.values()) / count:6.1f}, "
+              f"histogram rows a tree {rows:,.0f} (never taken {unused_rows:,.0f}) | " +
               "  ".join(f"rounds {k * 100}+: {g[0] / g[2]:.0f}/{g[1] / g[2]:.0f}"
                         for k, g in sorted(groups.items())))
 
