@@ -71,6 +71,59 @@ TEST(Gbm, TreesRespectLeafAndDepthLimits) {
   }
 }
 
+// Prediction lays each tree out depth first, each node followed by its child with more leaves
+// below it (ties: the left one), then the other child's subtree; and blocks of a batch hold
+// rows / (4 x threads) rows, 64 to 1024.
+TEST(Gbm, PredictionLayoutPutsTheLargerSideNext) {
+  Synthetic data = MakeSynthetic(6000, false, 9);
+  GbmParams params;
+  params.num_iterations = 15;
+  params.num_leaves = 31;
+  GbmModel model = GbmModel::Fit(data.features, data.labels, {}, nullptr, {}, params, 2);
+  const tree::CompactForest& forest = model.forest();
+  const auto& nodes = forest.nodes();
+  ASSERT_EQ(forest.num_trees(), static_cast<int>(model.trees().size()));
+  for (int t = 0; t < forest.num_trees(); ++t) {
+    const auto count = static_cast<std::int32_t>(model.trees()[t].nodes().size());
+    ASSERT_GT(count, 1) << "tree " << t;
+    const std::int32_t root = forest.Root(t);
+    // Nodes and leaves below each node of the tree, children after parents in the layout.
+    std::vector<std::int32_t> nodes_below(count, 1), leaves_below(count, 0);
+    auto leaves_of = [&](std::int32_t child) {
+      return child >= 0 ? leaves_below[child - root] : 1;
+    };
+    auto nodes_of = [&](std::int32_t child) { return child >= 0 ? nodes_below[child - root] : 0; };
+    for (std::int32_t at = root + count - 1; at >= root; --at) {
+      const auto& node = nodes[at];
+      for (std::int32_t child : {node.left, node.right}) {
+        if (child >= 0) {
+          ASSERT_GT(child, at) << "tree " << t << " node " << at;
+        }
+      }
+      leaves_below[at - root] = leaves_of(node.left) + leaves_of(node.right);
+      nodes_below[at - root] = 1 + nodes_of(node.left) + nodes_of(node.right);
+    }
+    EXPECT_EQ(nodes_below[0], count) << "tree " << t;
+    EXPECT_EQ(leaves_below[0], model.trees()[t].num_leaves()) << "tree " << t;
+    for (std::int32_t at = root; at < root + count; ++at) {
+      const auto& node = nodes[at];
+      const bool left_first = leaves_of(node.left) >= leaves_of(node.right);
+      const std::int32_t first = left_first ? node.left : node.right;
+      const std::int32_t second = left_first ? node.right : node.left;
+      if (first >= 0) {
+        EXPECT_EQ(first, at + 1) << "tree " << t << " node " << at;
+      }
+      if (second >= 0) {
+        EXPECT_EQ(second, at + 1 + nodes_of(first)) << "tree " << t << " node " << at;
+      }
+    }
+  }
+  EXPECT_EQ(tree::CompactForest::BlockRows(100, 2), 64);
+  EXPECT_EQ(tree::CompactForest::BlockRows(2000, 2), 250);
+  EXPECT_EQ(tree::CompactForest::BlockRows(16281, 2), 1024);
+  EXPECT_EQ(tree::CompactForest::BlockRows(16281, 16), 254);
+}
+
 TEST(Gbm, ThreadCountDoesNotChangeTheModel) {
   Synthetic data = MakeSynthetic(20000, false, 2);
   GbmParams params;
