@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from a folder made by ../shared/tools/device-pack holding gbm_cuda_test
-# and gbm_bench of this branch and gbm_bench_base (main's gbm_bench, renamed), with the datasets
+# and gbm_bench of the current tree and gbm_bench_base (a base build's, renamed), with the datasets
 # the GBM tests read copied to datasets/ beside them:
 #
 #   bash gpu_compare.sh PACKED_DIR
 #
 # Prints the GBM parity tests, then training times, batches, unused split rows and model hashes
-# of main and this branch, alternated (1M rows twice, 10M once; 500 rounds of 255 leaves).
+# of the base and the current build, alternated (1M rows twice, 10M once; 500 rounds of 255 leaves).
 set -uo pipefail
 cd "${1:?usage: gpu_compare.sh PACKED_DIR}" || exit 2
 export TABFORGE_DATASETS_DIR=$PWD/datasets

@@ -12,7 +12,7 @@ the dump count as leaves that cannot split (so splits made ahead are slightly un
 
     python3 simulate.py DUMP
 
-Strategies: "shipped" (main: the tree's unsplit leaves, best gain first) and "deep" (the branch:
+Strategies: "shipped" (the rule before: the tree's unsplit leaves, best gain first) and "deep" (now shipped:
 open leaves at any depth ranked by the suffix minima of their path gains, tree leaves first,
 deeper ones from the better `deep_share` of the splits left, within a histogram reserve).
 For the shipped strategy on 1M synthetic rows this gives 122 batches a tree; the device

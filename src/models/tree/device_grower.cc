@@ -92,10 +92,12 @@ struct DeviceTreeGrower::State {
   DeviceArray<std::uint8_t> active;
   DeviceArray<std::int32_t> order;
   DeviceArray<std::int32_t> spare;
-  int slots = 0;                 // histograms held: two per leaf (splits are made ahead)
+  int slots = 0;                 // histograms held: kSlotsPerLeaf per leaf (splits made ahead)
   DeviceArray<Word> histograms;  // 2 words per cell
+  int dirty_slots = 0;           // histograms [0, dirty_slots) hold sums of the last tree
   DeviceArray<kernels::GrowState> grow_state;
   DeviceArray<kernels::GrowLeaf> leaves;
+  DeviceArray<kernels::LeafBrief> briefs;
   DeviceArray<int> tree_to_device;
   DeviceArray<long long> tree_ranges;
   DeviceArray<int> leaf_prefix;
@@ -246,11 +248,18 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.order.Resize(static_cast<std::size_t>(s.rows));
   s.spare.Resize(static_cast<std::size_t>(s.rows));
   const std::size_t leaves = static_cast<std::size_t>(num_leaves);
-  s.slots = static_cast<int>(2 * leaves);
+  int slots_per_leaf = kernels::kSlotsPerLeaf;
+  const int select_leaves = params.num_leaves;
+  if (!kernels::SelectionFits(select_leaves, static_cast<int>(2 * slots_per_leaf * leaves))) {
+    slots_per_leaf = 2;
+  }
+  s.slots = static_cast<int>(slots_per_leaf * leaves);
   s.histograms.Resize(2 * static_cast<std::size_t>(s.total_bins) * s.slots);
+  s.dirty_slots = s.slots;
   const std::size_t capacity = 2 * static_cast<std::size_t>(s.slots);  // root + 2 per split
   s.grow_state.Resize(1);
   s.leaves.Resize(capacity);
+  s.briefs.Resize(capacity);
   s.tree_to_device.Resize(leaves);
   s.tree_ranges.Resize(2 * leaves);
   s.leaf_prefix.Resize(leaves + 1);
@@ -300,6 +309,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.state = s.grow_state.data();
   c.host = s.status.device_data();
   c.leaves = s.leaves.data();
+  c.briefs = s.briefs.data();
   c.leaf_capacity = static_cast<int>(capacity);
   c.tree_to_device = s.tree_to_device.data();
   c.tree_ranges = s.tree_ranges.data();
@@ -317,7 +327,14 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.histograms = s.histograms.data();
   c.slots = s.slots;
   c.max_blocks = 4 * multiprocessors;
-  c.scan_blocks = 4 * multiprocessors;
+  const int select_blocks = kernels::PrepareSelection(c.num_leaves, c.leaf_capacity);
+  if (select_blocks < 1) {
+    throw NotSupported(fmt::format(
+        "the CUDA grower's selection needs {} bytes of shared memory a block for {} leaves, more "
+        "than this device gives; use fewer leaves",
+        kernels::SelectionBytes(c.num_leaves, c.leaf_capacity), c.num_leaves));
+  }
+  c.scan_blocks = std::min(4, select_blocks) * multiprocessors;
   c.scan_chunks =
       std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
   s.candidates.Resize(2 * leaves * static_cast<std::size_t>(s.features) * c.scan_chunks);
@@ -337,13 +354,16 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   const std::int64_t bin_bytes =
       bins.num_rows * (bins.wide() ? 2 : 1) *
       (stride == bins.num_features ? stride : stride + bins.num_features);
-  // Bins, two row orders, two histograms per leaf, four leaf records per leaf, the scan's
-  // candidates and small arrays.
+  // Bins, two row orders, kSlotsPerLeaf histograms and twice as many leaf records per leaf,
+  // the scan's candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
   const std::int64_t chunks =
       std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
-  return bin_bytes + 8 * bins.num_rows + 32 * layout.total_bins() * leaves +
-         4 * leaves * std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::BatchSplit)) +
+  return bin_bytes + 8 * bins.num_rows +
+         16 * kernels::kSlotsPerLeaf * layout.total_bins() * leaves +
+         2 * kernels::kSlotsPerLeaf * leaves *
+             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief)) +
+         leaves * std::int64_t(sizeof(kernels::BatchSplit)) +
          2 * leaves * bins.num_features * chunks * std::int64_t(sizeof(kernels::ScanCandidate)) +
          (std::int64_t(1) << 20);
 }
@@ -410,7 +430,11 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   std::atomic_ref<int> completed(status->completed);
   done.store(0);
   completed.store(0);
-  TFG_CUDA_CHECK(cudaMemsetAsync(s.histograms.data(), 0, s.histograms.bytes()));
+  // Each slot is used once per tree: zero those the last tree used.
+  TFG_CUDA_CHECK(cudaMemsetAsync(s.histograms.data(), 0,
+                                 2 * sizeof(Word) * static_cast<std::size_t>(s.total_bins) *
+                                     static_cast<std::size_t>(s.dirty_slots)));
+  s.dirty_slots = s.slots;  // until this tree reports the slots it used
   kernels::EnqueueRoot(c, count, seed, nullptr);
   int queued = 1;
   const int most_batches = 2 * s.params.num_leaves + kQueuedAhead + 2;
@@ -449,6 +473,7 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   TFG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 
   const kernels::GrowState& grown = *s.state_copy.data();
+  s.dirty_slots = std::clamp(grown.slots_used, 0, s.slots);
   s.batches_run += grown.selections;
   TFG_CHECK(grown.error != kernels::kGrowBadPartition,
             "a device partition's sides disagree with its split's sums");

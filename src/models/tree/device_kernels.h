@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "models/tree/grow_order.h"
 #include "models/tree/histogram.h"
 #include "models/tree/split_math.h"
 
@@ -25,8 +26,13 @@ using Word = unsigned long long;  // histograms on the device: 2 words per cell 
 // a category list per thread).
 inline constexpr int kMaxCategoryBins = 256;
 inline constexpr int kBitsetWords = kMaxCategoryBins / 32;
-// The most leaves per tree (the selection keeps 40 bytes per leaf in 48 KB of shared memory).
+// The most leaves per tree (the selection keeps its view of every device leaf in shared memory:
+// SelectionBytes).
 inline constexpr int kMaxLeaves = 1024;
+// Histograms held per tree leaf: each split, made for the tree or ahead of it, takes one. Where
+// the selection's shared memory for that many does not fit (many leaves), a grower holds 2 per
+// leaf and splits ahead only the tree's leaves.
+inline constexpr int kSlotsPerLeaf = 3;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
 // SharedHistogramCells gives more where the device lets a block opt in to more.
 inline constexpr int kSharedCells = 48 * 1024 / 16;
@@ -79,6 +85,20 @@ struct GrowLeaf {
   int default_left;
   int threshold_bin;
   std::uint32_t bitset[kBitsetWords];  // categorical: bins going left
+};
+
+// What the selection reads of each device leaf, kept apart from the leaf records so that it
+// loads them all in a few wide reads: the gain of its best split (-inf: none), whether the tree
+// has taken that split, the children of the split once made (-1 before), and the suffix minima
+// of the split gains on the path from the root to its parent (grow_order.h), by which the
+// selection ranks the leaves to split ahead.
+struct LeafBrief {
+  double gain;
+  float minima[kPathMinima];
+  int minima_count;  // the sequence's length (more than kPathMinima: only the first are kept)
+  int taken;
+  int left;
+  int right;
 };
 
 // The growth's scalars on the device.
@@ -189,6 +209,7 @@ struct GrowContext {
   GrowState* state = nullptr;
   HostStatus* host = nullptr;  // device address of the mapped status
   GrowLeaf* leaves = nullptr;
+  LeafBrief* briefs = nullptr;  // leaf_capacity, beside leaves
   int leaf_capacity = 0;
   int* tree_to_device = nullptr;        // num_leaves
   long long* tree_ranges = nullptr;     // 2 * num_leaves: tree leaves' ranges once done
@@ -234,6 +255,18 @@ void FillSequence(std::int32_t* order, std::int64_t count, Stream stream);
 // most feature sets are one group and each row is read once per histogram. Lets the kernel use
 // that much (call before launching or capturing it).
 int SharedHistogramCells();
+
+// Dynamic shared memory of the scan-and-select launch for trees of `num_leaves` leaves and
+// `leaf_capacity` device leaves.
+std::size_t SelectionBytes(int num_leaves, int leaf_capacity);
+
+// Whether the device gives a block SelectionBytes of shared memory.
+bool SelectionFits(int num_leaves, int leaf_capacity);
+
+// Lets the scan-and-select launch use SelectionBytes (call before launching or capturing it)
+// and returns how many of its blocks fit on one multiprocessor: 0 when the device cannot give a
+// block that much shared memory.
+int PrepareSelection(int num_leaves, int leaf_capacity);
 
 // Throws CudaError when the last launch failed.
 void CheckLaunch(const char* kernel);

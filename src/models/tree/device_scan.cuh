@@ -331,7 +331,9 @@ __device__ void ReduceLeaf(const GrowContext& context, int at, const FeatureSpli
   FeatureSplit chosen;
   unsigned long long* to = reinterpret_cast<unsigned long long*>(&chosen);
   for (int word = 0; word < int(sizeof(FeatureSplit) / 8); ++word) to[word] = __ldcg(from + word);
-  GrowLeaf& leaf = context.leaves[context.scan_ids[at]];
+  const int id = context.scan_ids[at];
+  GrowLeaf& leaf = context.leaves[id];
+  context.briefs[id].gain = chosen.gain;
   leaf.gain = chosen.gain;
   leaf.feature = chosen.feature;
   leaf.categorical = chosen.categorical;

@@ -4,6 +4,7 @@
 // declares. Every kernel of a batch reads its work from the growth state the previous
 // selection wrote, so a batch has fixed launch shapes and can be replayed as one captured graph.
 #include <cub/cub.cuh>
+#include <mutex>
 
 #include "core/portable_math.h"
 #include "device/cuda_check.h"
@@ -34,6 +35,29 @@ __device__ inline void OpenLeaf(GrowLeaf& leaf, long long begin, long long end, 
   leaf.default_left = 0;
   leaf.threshold_bin = 0;
   for (int word = 0; word < kBitsetWords; ++word) leaf.bitset[word] = 0;
+}
+
+// LeafBrief::taken: a split the tree has taken; in the selection's copy also a tree leaf.
+inline constexpr int kTaken = 1;
+inline constexpr int kTreeLeaf = 2;
+
+// The share (percent) of the splits a tree has left among which open leaves further down than
+// its own leaves are split ahead. On an H100, 500 rounds of 255 leaves
+// (bench/results/2026-12-06-session15.md): 50 % took 2.83 s at 1M rows and 6.04 s at 10M,
+// 40 % 2.41 / 5.29 s, 25 % 2.41 / 5.01 s; tree leaves alone 2.95 / 5.10 s.
+inline constexpr int kDeepAheadPercent = 25;
+
+// A device leaf's brief when it is opened below a parent whose path minima, its own gain
+// appended, are `minima` (`count` long).
+__device__ inline LeafBrief OpenBrief(const float* minima, int count) {
+  LeafBrief brief;
+  brief.gain = -INFINITY;
+  for (int at = 0; at < kPathMinima; ++at) brief.minima[at] = minima[at];
+  brief.minima_count = count;
+  brief.taken = 0;
+  brief.left = -1;
+  brief.right = -1;
+  return brief;
 }
 
 // Work items of a split for the batch kernels.
@@ -115,6 +139,8 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   state.selections = 0;
   state.scans_finished = 0;
   OpenLeaf(context.leaves[0], 0, count, 0, 0, 0, 0, 0);
+  const float none[kPathMinima] = {};
+  context.briefs[0] = OpenBrief(none, 0);
   context.tree_to_device[0] = 0;
   context.scan_ids[0] = 0;
   BatchSplit root{};
@@ -133,57 +159,96 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   context.cursors[1] = static_cast<unsigned long long>(count);
 }
 
-// The selection's view of one tree leaf, in shared memory: the gain of its device leaf's best
-// split (-inf: none) and, once that leaf is split, its children and their gains (children of
-// a split not yet in the tree have no children of their own).
-struct TreeLeafView {
+// A device leaf as the selection keeps it in shared memory: its gain, its split's children,
+// whether the tree took its split (kTaken) or holds it as a leaf (kTreeLeaf), and its place in
+// the open leaves (-1: not open).
+struct SelectLeaf {
   double gain;
-  double left_gain;
-  double right_gain;
-  int id;
-  int left;
-  int right;
+  short left;
+  short right;
+  short taken;
+  short open_at;
+};
+static_assert(2 * kSlotsPerLeaf * kMaxLeaves < 32768, "device leaves fit a SelectLeaf's shorts");
+
+// The selection's shared memory (dynamic): its copy of every device leaf, the open leaves'
+// ranking keys and ids, the tree leaves' device leaves and gains, and the leaves split ahead by
+// rank.
+struct SelectMemory {
+  SelectLeaf* leaves;  // leaf_capacity
+  RankKey* keys;       // leaf_capacity: open leaves' keys (zero: taken since)
+  double* view_gains;  // num_leaves
+  int* open_ids;       // leaf_capacity: open leaves' device leaves
+  int* view_ids;       // num_leaves
+  int* by_rank;        // num_leaves
 };
 
-// The selection's shared memory (the views, the batch's parents, a block scan's storage and a few
-// words) fits the 48 KB every GPU gives a block without opting in.
-static_assert(sizeof(TreeLeafView) * kMaxLeaves + sizeof(int) * kMaxLeaves + 2048 <= 48 * 1024,
-              "the selection's shared memory");
-
-// Reads of leaf records in the selection go through L2 (__ldcg): the scans of other blocks of
-// the same launch wrote them.
-__device__ inline double SplitGainOf(const GrowLeaf* leaf) {
-  return __ldcg(&leaf->feature) >= 0 ? __ldcg(&leaf->gain) : -INFINITY;
+inline std::size_t SelectMemoryBytes(int num_leaves, int capacity) {
+  return static_cast<std::size_t>(capacity) * (sizeof(RankKey) + sizeof(SelectLeaf) + sizeof(int)) +
+         static_cast<std::size_t>(num_leaves) * (sizeof(double) + 2 * sizeof(int));
 }
 
-__device__ inline GrowLeaf LoadLeaf(const GrowLeaf* leaf) {
-  static_assert(sizeof(GrowLeaf) % 8 == 0, "a leaf record is whole 64-bit words");
-  GrowLeaf copy;
-  const unsigned long long* from = reinterpret_cast<const unsigned long long*>(leaf);
+__device__ inline SelectMemory CarveSelectMemory(void* base, int num_leaves, int capacity) {
+  static_assert(sizeof(SelectLeaf) % 8 == 0, "leaves keep the 64-bit words after them aligned");
+  SelectMemory memory;
+  memory.keys = static_cast<RankKey*>(base);
+  memory.leaves = reinterpret_cast<SelectLeaf*>(memory.keys + capacity);
+  memory.view_gains = reinterpret_cast<double*>(memory.leaves + capacity);
+  memory.open_ids = reinterpret_cast<int*>(memory.view_gains + num_leaves);
+  memory.view_ids = memory.open_ids + capacity;
+  memory.by_rank = memory.view_ids + num_leaves;
+  return memory;
+}
+
+// An open leaf's RankKey (grow_order.h) from its brief.
+__device__ inline RankKey RankKeyOf(const LeafBrief& brief) {
+  return MakeRankKey(brief.minima, brief.minima_count, static_cast<float>(brief.gain));
+}
+
+// Reads of leaf records and briefs in the selection go through L2 (__ldcg): the scans of other
+// blocks of the same launch wrote them.
+template <typename Record>
+__device__ inline Record LoadThroughL2(const Record* record) {
+  static_assert(sizeof(Record) % 8 == 0, "a record is whole 64-bit words");
+  Record copy;
+  const unsigned long long* from = reinterpret_cast<const unsigned long long*>(record);
   unsigned long long* to = reinterpret_cast<unsigned long long*>(&copy);
-  for (int word = 0; word < int(sizeof(GrowLeaf) / 8); ++word) to[word] = __ldcg(from + word);
+  for (int word = 0; word < int(sizeof(Record) / 8); ++word) to[word] = __ldcg(from + word);
   return copy;
 }
 
 // After a batch: checks its partitions, replays the best-first choices the CPU loop makes
 // (ChooseLeaf, then commit) as far as the splits made so far allow, and either marks the tree
-// complete or writes the next batch: the leaf chosen next, and (ahead) every other leaf that
-// may split, best first, up to the splits left to make. The replay runs on a copy of the tree
-// leaves in shared memory (dynamic: a TreeLeafView per leaf).
+// complete or writes the next batch: the leaf chosen next and, ahead of need, open leaves that
+// best-first growth may take: the tree's other leaves, and leaves further down (children of
+// splits made ahead), up to the splits left to make. The replay runs on copies of the tree
+// leaves and of every device leaf in shared memory.
+//
+// Best-first growth takes leaves in the order of RankKey, so the tree's remaining splits are
+// among the open leaves' best `remaining` by that order, or below them. Splitting those ahead,
+// however deep below the tree's leaves, lets a batch reach a generation further down every
+// branch the tree may take: a tree needs about as many batches as it is deep, not one for each
+// time the best leaf is a child made by the last batch.
 __device__ void Select(const GrowContext& context) {
-  extern __shared__ TreeLeafView views[];
+  extern __shared__ unsigned long long select_words[];
+  const SelectMemory memory =
+      CarveSelectMemory(select_words, context.num_leaves, context.leaf_capacity);
   __shared__ int parents[kMaxLeaves];  // the batch's splits: the device leaves they split
   __shared__ int chosen_leaf;
   __shared__ int batch_size;
   __shared__ int tree_leaves;
   __shared__ int bad_partition;
+  __shared__ int open_count;
   GrowState& state = *context.state;
   const int lane = threadIdx.x % 32;
   if (state.done) {
     if (threadIdx.x == 0) PostStatus(context, false);
     return;
   }
-  if (threadIdx.x == 0) bad_partition = 0;
+  if (threadIdx.x == 0) {
+    bad_partition = 0;
+    open_count = 0;
+  }
   __syncthreads();
   for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
     const BatchSplit& split = context.batch[s];
@@ -193,17 +258,27 @@ __device__ void Select(const GrowContext& context) {
       bad_partition = 1;
     }
   }
+  const int device_leaves = state.device_leaves;
+  // Every device leaf; the open ones (a split possible and not taken) also in the open list.
+  for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
+    const LeafBrief brief = LoadThroughL2(context.briefs + id);
+    SelectLeaf leaf{brief.gain, static_cast<short>(brief.left), static_cast<short>(brief.right),
+                    static_cast<short>(brief.taken), -1};
+    if (brief.taken != kTaken && brief.gain > -INFINITY) {
+      const int at = atomicAdd(&open_count, 1);
+      leaf.open_at = static_cast<short>(at);
+      memory.open_ids[at] = id;
+      memory.keys[at] = RankKeyOf(brief);
+    }
+    memory.leaves[id] = leaf;
+  }
   const int start_leaves = state.tree_leaves;
   for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
-    TreeLeafView view;
-    view.id = context.tree_to_device[leaf];
-    const GrowLeaf* record = context.leaves + view.id;
-    view.gain = SplitGainOf(record);
-    view.left = __ldcg(&record->left);
-    view.right = __ldcg(&record->right);
-    view.left_gain = view.left >= 0 ? SplitGainOf(context.leaves + view.left) : -INFINITY;
-    view.right_gain = view.right >= 0 ? SplitGainOf(context.leaves + view.right) : -INFINITY;
-    views[leaf] = view;
+    memory.view_ids[leaf] = context.tree_to_device[leaf];
+  }
+  __syncthreads();
+  for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
+    memory.view_gains[leaf] = memory.leaves[memory.view_ids[leaf]].gain;
   }
   __syncthreads();
   const bool failed = bad_partition != 0;
@@ -215,7 +290,7 @@ __device__ void Select(const GrowContext& context) {
       double best_gain = -INFINITY;
       int best = -1;
       for (int leaf = lane; leaf < leaves; leaf += 32) {
-        const double gain = views[leaf].gain;
+        const double gain = memory.view_gains[leaf];
         if (gain > -INFINITY && (best < 0 || gain > best_gain)) {
           best_gain = gain;
           best = leaf;
@@ -232,14 +307,18 @@ __device__ void Select(const GrowContext& context) {
       }
       chosen = __shfl_sync(0xffffffffu, best, 0);
       if (chosen < 0) break;
-      if (views[chosen].left < 0) break;  // not split yet: the next batch splits it
+      const int id = memory.view_ids[chosen];
+      if (memory.leaves[id].left < 0) break;  // not split yet: the next batch splits it
       __syncwarp();
       if (lane == 0) {
-        const TreeLeafView parent = views[chosen];
-        TreeLeafView left_view{parent.left_gain, -INFINITY, -INFINITY, parent.left, -1, -1};
-        TreeLeafView right_view{parent.right_gain, -INFINITY, -INFINITY, parent.right, -1, -1};
-        views[chosen] = left_view;
-        views[leaves] = right_view;
+        SelectLeaf& parent = memory.leaves[id];
+        parent.taken = kTaken;
+        memory.keys[parent.open_at] = RankKey{0, 0};  // no longer open
+        context.briefs[id].taken = kTaken;
+        memory.view_ids[chosen] = parent.left;
+        memory.view_gains[chosen] = memory.leaves[parent.left].gain;
+        memory.view_ids[leaves] = parent.right;
+        memory.view_gains[leaves] = memory.leaves[parent.right].gain;
       }
       __syncwarp();
       ++leaves;
@@ -256,8 +335,10 @@ __device__ void Select(const GrowContext& context) {
   const int chosen = chosen_leaf;
   const int leaves = tree_leaves;
   for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-    context.tree_to_device[leaf] = views[leaf].id;
+    context.tree_to_device[leaf] = memory.view_ids[leaf];
+    memory.leaves[memory.view_ids[leaf]].taken = kTreeLeaf;  // in shared memory only
   }
+  __syncthreads();
   using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   if (chosen < 0) {
@@ -268,7 +349,7 @@ __device__ void Select(const GrowContext& context) {
       const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
       leaf_chunks[k] = 0;
       if (leaf >= leaves) continue;
-      const GrowLeaf* record = context.leaves + views[leaf].id;
+      const GrowLeaf* record = context.leaves + memory.view_ids[leaf];
       const long long begin = __ldcg(&record->begin);
       const long long end = __ldcg(&record->end);
       context.tree_ranges[2 * leaf] = begin;
@@ -294,34 +375,71 @@ __device__ void Select(const GrowContext& context) {
     }
     return;
   }
-  // The batch: the chosen leaf first, then (ahead) the others by gain, ties to the lower leaf.
+  // The batch: the chosen leaf first, then (ahead) the tree's other leaves that may be taken,
+  // best first, then open leaves further down, best first. Every split the tree still makes may
+  // need a histogram of its own, so splits ahead leave that many free; splits further down also
+  // leave num_leaves free for those of tree leaves.
+  const int chosen_id = memory.view_ids[chosen];
   if (threadIdx.x == 0) {
     batch_size = 1;
-    parents[0] = views[chosen].id;
+    parents[0] = chosen_id;
   }
-  if (context.ahead) {
-    // Each leaf's gain if it may join the batch (-inf if not), in the views' left_gain (the
-    // replay is done with it), then its rank among those: best first, ties to the lower leaf.
-    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      TreeLeafView& view = views[leaf];
-      view.left_gain = leaf != chosen && view.left < 0 ? view.gain : -INFINITY;
+  const int remaining = context.num_leaves - leaves;  // splits left, the chosen one's included
+  const int free_slots = context.slots - state.slots_used - remaining;
+  const int ahead_room = context.ahead ? min(remaining - 1, free_slots) : 0;
+  const int deep_room = min(ahead_room, free_slots - context.num_leaves);
+  if (ahead_room > 0) {
+    // The ranks of the open leaves not split yet among all open leaves: only the best
+    // `remaining` of them may be taken.
+    for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
+    __syncthreads();
+    const int open = open_count;
+    for (int at = threadIdx.x; at < open; at += blockDim.x) {
+      const RankKey key = memory.keys[at];
+      const int id = memory.open_ids[at];
+      if (key.high == 0 || id == chosen_id || memory.leaves[id].left >= 0) continue;
+      const bool tree_leaf = memory.leaves[id].taken == kTreeLeaf;
+      if (!tree_leaf && deep_room <= 0) continue;
+      int rank = 0;
+#pragma unroll 4
+      for (int other = 0; other < open; ++other) {
+        const RankKey rival = memory.keys[other];
+        rank += Sooner(rival, key) || (SameRank(rival, key) && memory.open_ids[other] < id);
+      }
+      // Leaves further down only from the best kDeepAheadPercent: they wait on splits not yet
+      // taken, and a wider share buys fewer batches with histograms the tree never uses.
+      if (rank < (tree_leaf ? remaining : remaining * kDeepAheadPercent / 100)) {
+        memory.by_rank[rank] = id;
+      }
     }
     __syncthreads();
-    const int room = context.num_leaves - leaves - 1;
-    for (int leaf = threadIdx.x; leaf < leaves; leaf += blockDim.x) {
-      const double gain = views[leaf].left_gain;
-      if (!(gain > -INFINITY)) continue;
-      int rank = 0;
-#pragma unroll 8
-      for (int other = 0; other < leaves; ++other) {
-        const double rival = views[other].left_gain;
-        rank += rival > gain || (rival == gain && other < leaf);
-      }
-      if (rank < room) {
-        parents[1 + rank] = views[leaf].id;
-        atomicAdd(&batch_size, 1);
+    // Positions: tree leaves by rank, then leaves further down by rank (counted in the upper
+    // half of one scan's words).
+    constexpr unsigned long long kDeep = 1ull << 32;
+    unsigned long long positions[kSplitsPerThread];
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int rank = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      const int id = rank < remaining ? memory.by_rank[rank] : -1;
+      positions[k] = id < 0 ? 0 : (memory.leaves[id].taken == kTreeLeaf ? 1 : kDeep);
+    }
+    unsigned long long totals = 0;
+    Scan(scan_storage).ExclusiveSum(positions, positions, totals);
+    const int tree_ranked = min(static_cast<int>(totals & 0xffffffffull), ahead_room);
+    const int deep_ranked =
+        min(static_cast<int>(totals >> 32), max(0, min(deep_room, ahead_room - tree_ranked)));
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int rank = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      const int id = rank < remaining ? memory.by_rank[rank] : -1;
+      if (id < 0) continue;
+      const int before_tree = static_cast<int>(positions[k] & 0xffffffffull);
+      const int before_deep = static_cast<int>(positions[k] >> 32);
+      if (memory.leaves[id].taken == kTreeLeaf) {
+        if (before_tree < tree_ranked) parents[1 + before_tree] = id;
+      } else if (before_deep < deep_ranked) {
+        parents[1 + tree_ranked + before_deep] = id;
       }
     }
+    if (threadIdx.x == 0) batch_size = 1 + tree_ranked + deep_ranked;
   }
   __syncthreads();
   const int count = batch_size;
@@ -351,7 +469,7 @@ __device__ void Select(const GrowContext& context) {
     packed_items[k] = 0;
     if (at >= count) continue;
     const int id = parents[at];
-    const GrowLeaf parent = LoadLeaf(context.leaves + id);
+    const GrowLeaf parent = LoadThroughL2(context.leaves + id);
     const long long lefts = CellCount(parent.left_packed);
     const long long rights = parent.end - parent.begin - lefts;
     const int left = first_leaf + 2 * at;
@@ -365,6 +483,15 @@ __device__ void Select(const GrowContext& context) {
     OpenLeaf(context.leaves[right], parent.begin + lefts, parent.end,
              parent.total_packed - parent.left_packed, parent.total_hessian - parent.left_hessian,
              parent.depth + 1, left_smaller ? parent.slot : fresh, right_key);
+    const LeafBrief brief = LoadThroughL2(context.briefs + id);
+    float minima[kPathMinima];
+    for (int m = 0; m < kPathMinima; ++m) minima[m] = brief.minima[m];
+    int minima_count = brief.minima_count;
+    AppendMinimum(minima, minima_count, static_cast<float>(brief.gain));
+    context.briefs[left] = OpenBrief(minima, minima_count);
+    context.briefs[right] = OpenBrief(minima, minima_count);
+    context.briefs[id].left = left;
+    context.briefs[id].right = right;
     BatchSplit split{};
     split.begin = parent.begin;
     split.end = parent.end;
@@ -505,14 +632,58 @@ void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaSt
   } else {
     LaunchFinish(context, stream);
   }
-  const std::size_t select_bytes =
-      static_cast<std::size_t>(context.num_leaves) * sizeof(TreeLeafView);
+  const std::size_t select_bytes = SelectionBytes(context.num_leaves, context.leaf_capacity);
   ScanSelectKernel<<<static_cast<unsigned>(context.scan_blocks), kSelectThreads, select_bytes,
                      stream>>>(context);
   CheckLaunch("ScanSelectKernel");
 }
 
 }  // namespace
+
+std::size_t SelectionBytes(int num_leaves, int leaf_capacity) {
+  return SelectMemoryBytes(num_leaves, leaf_capacity);
+}
+
+namespace {
+
+// The device's shared memory a block may opt in to, less the selection kernel's static share.
+std::size_t SelectionLimit() {
+  int device = 0;
+  int optin = 0;
+  TFG_CUDA_CHECK(cudaGetDevice(&device));
+  TFG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  TFG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, ScanSelectKernel));
+  return optin > static_cast<int>(attributes.sharedSizeBytes)
+             ? static_cast<std::size_t>(optin) - attributes.sharedSizeBytes
+             : 0;
+}
+
+}  // namespace
+
+bool SelectionFits(int num_leaves, int leaf_capacity) {
+  return SelectionBytes(num_leaves, leaf_capacity) <= SelectionLimit();
+}
+
+int PrepareSelection(int num_leaves, int leaf_capacity) {
+  const std::size_t bytes = SelectionBytes(num_leaves, leaf_capacity);
+  if (bytes > SelectionLimit()) return 0;
+  // The limit belongs to the kernel, for every grower of the process: it only ever grows.
+  static std::mutex mutex;
+  static std::size_t allowed = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (bytes > allowed) {
+      TFG_CUDA_CHECK(cudaFuncSetAttribute(
+          ScanSelectKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      allowed = bytes;
+    }
+  }
+  int blocks = 0;
+  TFG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, ScanSelectKernel,
+                                                               kSelectThreads, bytes));
+  return blocks;
+}
 
 void CheckLaunch(const char* kernel) {
   const cudaError_t error = cudaGetLastError();
