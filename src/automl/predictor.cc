@@ -373,7 +373,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   // Strategy: the preset, then the options given.
   const automl::Preset preset =
       automl::GetPreset(options.presets.empty() ? "medium_quality" : options.presets);
-  const int folds = options.num_bag_folds >= 0 ? options.num_bag_folds : preset.num_bag_folds;
+  int folds = options.num_bag_folds >= 0 ? options.num_bag_folds : preset.num_bag_folds;
   const int sets_asked = options.num_bag_sets >= 0 ? options.num_bag_sets : preset.num_bag_sets;
   // "auto": repeated bagging while the time limit allows (AutoGluon's default with a limit).
   const int sets = sets_asked >= 0 ? sets_asked : options.time_limit > 0 ? kAutoBagSets : 1;
@@ -430,6 +430,13 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.Log(2, "tabforge {}: fitting a {} problem on {} rows ({} without a label dropped), metric {}",
         TABFORGE_VERSION_STRING, ProblemTypeName(s.problem_type), train.num_rows(),
         train_table.num_rows() - train.num_rows(), s.eval_metric);
+  // Every fold holds out at least one row: with fewer rows than folds, as many folds as rows
+  // (a label takes two distinct values, so there are at least two rows).
+  if (folds >= 2 && train.num_rows() < folds) {
+    s.Log(1, "num_bag_folds {}: only {} rows with a label, so {} folds (one row held out each)",
+          folds, train.num_rows(), train.num_rows());
+    folds = static_cast<int>(train.num_rows());
+  }
 
   // Dynamic stacking: a stacked fit first checks on held-out rows that stacking helps here.
   nlohmann::json stacking_record = nullptr;

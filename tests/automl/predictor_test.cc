@@ -317,6 +317,29 @@ TEST(Predictor, RepeatedBaggingGivesEveryBaggedModelItsSets) {
             predictor.predict_proba(test, "GBM_BAG_L1").values);
 }
 
+// With fewer rows than folds every row is a fold: no fold is left without held-out rows (models
+// validated on no rows used to fail).
+TEST(Predictor, MoreFoldsThanRowsGiveAFoldPerRow) {
+  const data::Table table = data::ParseCsv("x,y\n1,1.5\n2,2.5\n3,0.5\n4,3.5\n5,1.0\n", "five.csv");
+  FitOptions options;
+  options.hyperparameters = R"({"GBM": {"num_iterations": 5}, "LR": {}})";
+  options.num_bag_folds = 8;
+  TabularPredictor predictor("y", Quiet());
+  predictor.fit(table, options);
+  for (const LeaderboardRow& row : predictor.leaderboard()) {
+    EXPECT_TRUE(row.can_infer) << row.model << ": " << row.error;
+  }
+  const std::string dir = testing::TempDir("predictor_few_rows") + "/model";
+  predictor.save(dir);
+  const nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  for (const nlohmann::json& model : manifest.at("models")) {
+    if (model.at("name").get<std::string>() == "GBM_BAG_L1") {
+      EXPECT_EQ(model.at("bag_folds").get<int>(), 5);
+    }
+  }
+  EXPECT_EQ(manifest.at("fit").at("num_bag_folds").get<int>(), 5);
+}
+
 TEST(Predictor, OptionErrorsNameTheRemedy) {
   TFG_REQUIRE_DATASETS();
   const data::Table train = AdultRows(0, 500);
