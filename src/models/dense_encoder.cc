@@ -51,7 +51,7 @@ DenseEncoder DenseEncoder::Fit(const features::FeatureMatrix& train,
       std::vector<double> present;
       present.reserve(static_cast<std::size_t>(rows));
       for (std::int64_t row = 0; row < rows; ++row) {
-        if (!std::isnan(column[row])) present.push_back(column[row]);
+        if (std::isfinite(column[row])) present.push_back(column[row]);
       }
       if (present.size() >= 2) {
         std::sort(present.begin(), present.end());
@@ -80,14 +80,14 @@ DenseEncoder DenseEncoder::Fit(const features::FeatureMatrix& train,
       double mean = 0;
       std::int64_t present = 0;
       for (std::int64_t row = 0; row < rows; ++row) {
-        if (std::isnan(column[row])) continue;
+        if (!std::isfinite(column[row])) continue;
         mean += column[row];
         ++present;
       }
       mean = present == 0 ? 0.0 : mean / double(present);
       double squares = 0;
       for (std::int64_t row = 0; row < rows; ++row) {
-        if (std::isnan(column[row])) continue;
+        if (!std::isfinite(column[row])) continue;
         const double value = column[row];
         squares += (value - mean) * (value - mean);
       }
@@ -135,7 +135,7 @@ std::vector<float> DenseEncoder::TransformNumeric(const features::FeatureMatrix&
     float* into = out.data() + row * num_numeric_;
     for (int feature = 0; feature < num_numeric_; ++feature) {
       const float raw = features.NumericColumn(feature)[row];
-      if (std::isnan(raw)) continue;  // the mean: 0
+      if (!std::isfinite(raw)) continue;  // missing or infinite: the mean, 0
       const double value = knots_[feature].empty() ? raw : QuantileOf(knots_[feature], raw);
       into[feature] = static_cast<float>((value - mean_[feature]) * scale_[feature]);
     }

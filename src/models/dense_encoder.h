@@ -1,8 +1,9 @@
 // The dense numeric view the distance and linear families (KNN, LR) learn from: numeric
-// features standardised with the training rows' mean and standard deviation (or first mapped
-// through their training quantiles to [0, 1]), missing values at the mean (0 after scaling),
-// categorical features dropped or one-hot encoded with at most `max_categories` columns each
-// (the most frequent codes; the rest share one "other" column). Text counts are not used.
+// features standardised with the training rows' finite values' mean and standard deviation (or
+// first mapped through their training quantiles to [0, 1]), missing and infinite values at the
+// mean (0 after scaling), categorical features dropped or one-hot encoded with at most
+// `max_categories` columns each (the most frequent codes; the rest share one "other" column).
+// Text counts are not used.
 #pragma once
 
 #include <cstdint>

@@ -125,6 +125,39 @@ TEST(Linear, LogisticRegressionReachesItsOptimum) {
   }
 }
 
+// Infinite inputs (a float column overflows, or the data says inf) count as missing in the
+// standardisation and in predictions: finite probabilities, the same as for a missing value.
+TEST(Linear, InfiniteValuesCountAsMissing) {
+  const std::int64_t rows = 1000;
+  features::FeatureMatrix x = Numeric(rows, 3, 5);
+  std::vector<double> y;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    y.push_back(x.NumericColumn(0)[row] + 0.3 * x.NumericColumn(1)[row] >
+                        0.65 * 0.5 + RandomUniform(6, 0, row) * 0.4 - 0.2
+                    ? 1.0
+                    : 0.0);
+  }
+  features::FeatureMatrix missing = x;
+  float* column = x.numeric.data() + rows;  // feature 1
+  float* missing_column = missing.numeric.data() + rows;
+  for (std::int64_t row = 0; row < rows; row += 7) {
+    column[row] = row % 2 ? INFINITY : -INFINITY;
+    missing_column[row] = NAN;
+  }
+  models::Task task;
+  task.problem_type = ProblemType::kBinary;
+  task.num_classes = 2;
+  for (const char* params : {R"({})", R"({"transform": "quantile"})"}) {
+    auto with_infinity = CreateLinearModel(params, task);
+    with_infinity->Fit(x, y, nullptr, {}, models::FitContext());
+    auto with_missing = CreateLinearModel(params, task);
+    with_missing->Fit(missing, y, nullptr, {}, models::FitContext());
+    const std::vector<double> p = with_infinity->Predict(x, 2);
+    for (double value : p) ASSERT_TRUE(std::isfinite(value)) << params;
+    EXPECT_EQ(p, with_missing->Predict(missing, 2)) << params;
+  }
+}
+
 // OWL-QN on 0.5 x'Ax - b'x + sum l1_i |x_i| (A positive definite, coupled entries): at the
 // answer every penalised entry at zero has |gradient| <= l1_i, every other entry's gradient is
 // -l1_i sign(x_i), and the penalty sets some entries exactly to zero.
