@@ -260,6 +260,12 @@ struct TabularPredictor::State {
       }
       if (problem_type == ProblemType::kRegression) {
         out[row] = column.numeric()[row];
+        if (!std::isfinite(out[row])) {
+          throw InvalidInput(fmt::format(
+              "label column '{}' holds {} in data row {}; a regression target must be finite: "
+              "drop or impute that row",
+              label, out[row], row + 1));
+        }
         continue;
       }
       const std::string text = column.CellText(row);
@@ -421,7 +427,14 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   const data::Column& label_column = train_table.ColumnByName(s.label);
   std::vector<std::int64_t> labelled;
   for (std::int64_t row = 0; row < train_table.num_rows(); ++row) {
-    if (!label_column.IsMissing(row)) labelled.push_back(row);
+    if (label_column.IsMissing(row)) continue;
+    labelled.push_back(row);
+    if (s.problem_type == ProblemType::kRegression && !std::isfinite(label_column.numeric()[row])) {
+      throw InvalidInput(fmt::format(
+          "label column '{}' holds {} in data row {}; a regression target must be finite: drop "
+          "or impute that row",
+          s.label, label_column.numeric()[row], row + 1));
+    }
   }
   const bool all_labelled = static_cast<std::int64_t>(labelled.size()) == train_table.num_rows();
   const data::Table dropped =
@@ -430,6 +443,7 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.Log(2, "tabforge {}: fitting a {} problem on {} rows ({} without a label dropped), metric {}",
         TABFORGE_VERSION_STRING, ProblemTypeName(s.problem_type), train.num_rows(),
         train_table.num_rows() - train.num_rows(), s.eval_metric);
+  const std::vector<double> y = s.EncodeLabels(train);
   // Every fold holds out at least one row: with fewer rows than folds, as many folds as rows
   // (a label takes two distinct values, so there are at least two rows).
   if (folds >= 2 && train.num_rows() < folds) {
@@ -475,9 +489,21 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   s.pipeline = features::FeaturePipeline::Fit(train, s.label, pipeline_options);
   s.Stage("pipeline.bin", [&] { return s.pipeline.Serialize(); });
   features::FeatureMatrix x = s.pipeline.Transform(train, s.threads);
-  const std::vector<double> y = s.EncodeLabels(train);
   s.Log(2, "features: {} numeric, {} categorical ({:.1f} s)", x.num_numeric(), x.num_categorical(),
         total.Seconds());
+  if (x.num_numeric() == 0 && x.num_categorical() == 0 && x.ngrams.num_columns == 0) {
+    std::vector<std::string> reasons;
+    for (const features::ColumnDecision& decision : s.pipeline.decisions()) {
+      if (decision.column != s.label) {
+        reasons.push_back(fmt::format("'{}': {}", decision.column, decision.reason));
+      }
+    }
+    s.Log(1,
+          "warning: no feature left to learn from, so every model predicts the label's overall "
+          "{}; the columns were dropped ({}); add informative columns",
+          s.problem_type == ProblemType::kRegression ? "mean" : "class shares",
+          reasons.empty() ? std::string("the table has only the label") : Join(reasons, "; "));
+  }
   const bool classification = s.problem_type != ProblemType::kRegression;
 
   // GPUs: asked for by number, or (-1) found; either way said in one line.

@@ -340,6 +340,46 @@ TEST(Predictor, MoreFoldsThanRowsGiveAFoldPerRow) {
   EXPECT_EQ(manifest.at("fit").at("num_bag_folds").get<int>(), 5);
 }
 
+// An infinite regression target is refused up front with its data row (counted in the file,
+// unlabelled rows included), not left to fail every model one by one.
+TEST(Predictor, InfiniteRegressionTargetsAreRefusedWithTheirRow) {
+  std::string csv = "x,y\n";
+  for (int row = 0; row < 40; ++row) {
+    csv += std::to_string(row) + "," + (row == 30 ? "inf" : row == 3 ? "" : "1.5") + "\n";
+  }
+  csv[csv.size() - 2] = '7';  // two target values
+  try {
+    TabularPredictor("y", Quiet()).fit(data::ParseCsv(csv, "inf.csv"), {});
+    FAIL() << "an infinite target was accepted";
+  } catch (const InvalidInput& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("data row 31"), std::string::npos) << message;
+    EXPECT_NE(message.find("finite"), std::string::npos) << message;
+  }
+}
+
+// A table whose only column is dropped (row numbers) leaves no feature: every family still fits
+// (a model of the label alone; feature sampling used to index an empty feature list) and
+// predicts one value for every row.
+TEST(Predictor, NoFeatureLeftFitsTheLabelAlone) {
+  std::string csv = "id,y\n";
+  for (int row = 0; row < 60; ++row)
+    csv += std::to_string(row) + "," + (row % 4 ? "a" : "b") + "\n";
+  const data::Table table = data::ParseCsv(csv, "ids.csv");
+  FitOptions options;
+  options.hyperparameters =
+      R"({"GBM": [{}, {"feature_fraction": 0.7}, {"feature_fraction_bynode": 0.5}],
+          "RF": {"max_features": 0.5}, "XT": {}, "LR": {}})";
+  TabularPredictor predictor("y", Quiet());
+  predictor.fit(table, options);
+  for (const LeaderboardRow& row : predictor.leaderboard()) {
+    EXPECT_TRUE(row.can_infer) << row.model << ": " << row.error;
+  }
+  const ProbabilityTable p = predictor.predict_proba(table);
+  ASSERT_EQ(p.values.size(), 2u * 60u);
+  for (std::size_t at = 0; at < p.values.size(); ++at) EXPECT_EQ(p.values[at], p.values[at % 2]);
+}
+
 TEST(Predictor, OptionErrorsNameTheRemedy) {
   TFG_REQUIRE_DATASETS();
   const data::Table train = AdultRows(0, 500);

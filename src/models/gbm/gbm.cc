@@ -227,7 +227,7 @@ class CpuRoundTrainer final : public RoundTrainer {
 std::vector<std::uint8_t> SampleTreeFeatures(int features, double fraction, std::uint64_t seed,
                                              int round) {
   std::vector<std::uint8_t> active(static_cast<std::size_t>(features), 1);
-  if (fraction >= 1.0) return active;
+  if (fraction >= 1.0 || features == 0) return active;
   std::vector<std::pair<double, int>> keys;
   for (int feature = 0; feature < features; ++feature) {
     keys.push_back(
