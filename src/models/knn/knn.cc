@@ -249,8 +249,11 @@ class KnnModel final : public models::Model {
     labels_.assign(labels.begin(), labels.end());
     if (encoder_.num_columns() == 0) {
       throw InvalidInput(
-          "KNN has no feature to measure distances on: the data has no numeric feature; give "
-          "KNN {\"categorical\": \"onehot\"} to use the categorical ones");
+          train.num_categorical() > 0
+              ? "KNN has no feature to measure distances on: the data has no numeric feature; "
+                "give KNN {\"categorical\": \"onehot\"} to use the categorical ones"
+              : "KNN has no feature to measure distances on: the data has no numeric or "
+                "categorical feature");
     }
     gpu_ = params_.device != "cpu" || context.num_gpus > 0;
     memory_fraction_ = context.gpu_memory_fraction;
