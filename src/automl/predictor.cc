@@ -549,8 +549,12 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   } else if (options.tuning_data != nullptr) {
     fit_x = x;
     fit_y = y;
-    valid_x = s.pipeline.Transform(*options.tuning_data, s.threads);
-    valid_y = s.EncodeLabels(*options.tuning_data);
+    try {
+      valid_x = s.pipeline.Transform(*options.tuning_data, s.threads);
+      valid_y = s.EncodeLabels(*options.tuning_data);
+    } catch (const InvalidInput& error) {
+      throw InvalidInput(fmt::format("tuning data: {}", error.what()));
+    }
   } else {
     holdout_frac =
         options.holdout_frac > 0 ? options.holdout_frac : DefaultHoldoutFraction(x.num_rows);

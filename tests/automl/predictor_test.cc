@@ -407,6 +407,11 @@ TEST(Predictor, OptionErrorsNameTheRemedy) {
   args.hyperparameters = R"({"GBM": {"ag_args": {"suffix": "X"}}})";
   EXPECT_NE(message(args).find("name_suffix"), std::string::npos);
   EXPECT_NE(message(FitOptions{}).find("no error"), std::string::npos);
+  const data::Table unseen_class = data::ParseCsv("age,workclass,class\n30,Private,maybe\n",
+                                                  "tuning.csv");  // and most columns missing
+  FitOptions tuning;
+  tuning.tuning_data = &unseen_class;
+  EXPECT_EQ(message(tuning).rfind("tuning data: ", 0), 0u) << message(tuning);
   try {
     TabularPredictor("no_such_column", Quiet()).fit(train, {});
     FAIL();
