@@ -750,10 +750,14 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
     if (this_level.empty()) {
       if (level == 1) {
         std::string reasons;
-        for (const Entry& entry : s.entries)
+        bool out_of_time = false;
+        for (const Entry& entry : s.entries) {
           reasons += fmt::format("\n  {}: {}", entry.name, entry.error);
-        throw InvalidInput(fmt::format("no model could be trained:{}{}", reasons,
-                                       options.time_limit > 0 ? "\n(raise the time limit?)" : ""));
+          out_of_time = out_of_time || entry.error.starts_with("skipped:");
+        }
+        throw InvalidInput(fmt::format(
+            "no model could be trained:{}{}", reasons,
+            out_of_time ? "\n(models were skipped for time: raise the time limit)" : ""));
       }
       break;
     }

@@ -338,6 +338,21 @@ TEST(Predictor, MoreFoldsThanRowsGiveAFoldPerRow) {
     }
   }
   EXPECT_EQ(manifest.at("fit").at("num_bag_folds").get<int>(), 5);
+  // Too few rows for any model: the error gives each model's reason and, since none ran out of
+  // time, does not ask for more time.
+  FitOptions tiny;
+  tiny.hyperparameters = R"({"GBM": {}})";
+  tiny.num_bag_folds = 2;
+  tiny.time_limit = 30;
+  try {
+    TabularPredictor("y", Quiet())
+        .fit(data::ParseCsv("x,y\n1,1.5\n2,2.5\n3,0.5\n", "three.csv"), tiny);
+    FAIL() << "a model was trained on one row";
+  } catch (const InvalidInput& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("GBM_BAG_L1: failed"), std::string::npos) << message;
+    EXPECT_EQ(message.find("time limit"), std::string::npos) << message;
+  }
 }
 
 // An infinite regression target is refused up front with its data row (counted in the file,
