@@ -860,16 +860,21 @@ TabularPredictor& TabularPredictor::refit_full() {
     for (const std::string& input : entry.stack_inputs) stack.push_back(input);
   }
   auto full_name = [](const std::string& name) { return name + "_FULL"; };
-  std::vector<Entry> added;
-  std::vector<const Entry*> order;
-  for (const Entry& entry : s.entries) {
-    if (needed.count(entry.name) && !entry.refit) order.push_back(&entry);
+  // Indices, not pointers: the refit entries are appended to s.entries as they are made.
+  std::vector<std::size_t> order;
+  for (std::size_t index = 0; index < s.entries.size(); ++index) {
+    if (needed.count(s.entries[index].name) && !s.entries[index].refit) order.push_back(index);
   }
-  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
-    return a->level != b->level ? a->level < b->level : a->fit_order < b->fit_order;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Entry& first = s.entries[a];
+    const Entry& second = s.entries[b];
+    return first.level != second.level ? first.level < second.level
+                                       : first.fit_order < second.fit_order;
   });
   int fit_order = static_cast<int>(s.entries.size());
-  for (const Entry* source : order) {
+  for (const std::size_t index : order) {
+    // Read before this iteration's push_back, which may move every entry.
+    const Entry* source = &s.entries[index];
     if (s.Find(full_name(source->name)) != nullptr) continue;
     Entry entry;
     entry.name = full_name(source->name);

@@ -395,6 +395,52 @@ TEST(Predictor, NoFeatureLeftFitsTheLabelAlone) {
   for (std::size_t at = 0; at < p.values.size(); ++at) EXPECT_EQ(p.values[at], p.values[at % 2]);
 }
 
+// refit_full after a stacked fit: the best model and everything it stands on get a _FULL twin
+// trained once on all rows, which becomes the best model, predicts well and survives save/load.
+// (The refit loop once held pointers into the list it appends to.)
+TEST(Predictor, RefitFullRetrainsTheBestModelsStackOnAllRows) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 3000);
+  const data::Table test = AdultRows(3000, 1000);
+  FitOptions options;
+  options.hyperparameters =
+      R"({"GBM": [{"num_iterations": 60}, {"num_iterations": 60, "extra_trees": true,
+          "ag_args": {"name_suffix": "XT"}}], "LR": {}})";
+  options.num_bag_folds = 3;
+  options.num_stack_levels = 1;
+  options.dynamic_stacking = 0;
+  options.refit_full = 1;
+  TabularPredictor predictor("class", Quiet());
+  predictor.fit(train, options);
+  const std::string best = predictor.best_model();
+  ASSERT_TRUE(best.ends_with("_FULL")) << best;
+  std::set<std::string> names;
+  for (const LeaderboardRow& row : predictor.leaderboard()) names.insert(row.model);
+  for (const std::string& name : names) {
+    if (name.ends_with("_FULL")) {
+      EXPECT_TRUE(names.count(name.substr(0, name.size() - 5))) << name;
+    }
+  }
+  const std::string dir = testing::TempDir("predictor_refit") + "/model";
+  predictor.save(dir);
+  const nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  int refit_models = 0;
+  for (const nlohmann::json& model : manifest.at("models")) {
+    const std::string name = model.at("name").get<std::string>();
+    if (!name.ends_with("_FULL") || name.starts_with("WeightedEnsemble")) continue;
+    ++refit_models;
+    EXPECT_EQ(model.at("bag_folds").get<int>(), 0) << name;  // one model, not bagged
+  }
+  EXPECT_GE(refit_models, 2);  // a level-2 model and the level-1 models it reads
+  double auc = 0;
+  for (const auto& [metric, value] : predictor.evaluate(test)) {
+    if (metric == "roc_auc") auc = value;
+  }
+  EXPECT_GT(auc, 0.87);
+  EXPECT_EQ(TabularPredictor::load(dir).predict_proba(test).values,
+            predictor.predict_proba(test).values);
+}
+
 TEST(Predictor, OptionErrorsNameTheRemedy) {
   TFG_REQUIRE_DATASETS();
   const data::Table train = AdultRows(0, 500);
