@@ -12,6 +12,7 @@ namespace {
 template <typename Bin>
 bool GroupRows(const std::vector<Bin>& matrix, std::int64_t rows, int features,
                std::int64_t max_groups, RowGroups& groups, std::vector<Bin>& kept) {
+  if (features == 0) return false;  // nothing to compare: grouping gains nothing
   const std::size_t row_bytes = sizeof(Bin) * static_cast<std::size_t>(features);
   auto row_at = [&](const std::vector<Bin>& source, std::int64_t row) {
     return source.data() + static_cast<std::size_t>(row) * features;

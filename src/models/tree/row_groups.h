@@ -24,7 +24,8 @@ struct RowGroups {
 };
 
 // Groups the rows of `bins` by equal bin rows, numbered in the order of their first rows; stops
-// and returns false as soon as more than `max_groups` groups appear (too few repeats to pay).
+// and returns false as soon as more than `max_groups` groups appear (too few repeats to pay),
+// or when there is no feature.
 bool GroupEqualRows(const BinMatrix& bins, std::int64_t max_groups, RowGroups& groups);
 
 }  // namespace tabforge::tree

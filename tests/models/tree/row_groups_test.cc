@@ -76,5 +76,15 @@ TEST(RowGroups, StopsWhenThereAreTooManyGroups) {
   EXPECT_GT(groups.num_groups(), bins.num_rows / 4 * 3);
 }
 
+// Rows without features have nothing to group by: no grouping (and no byte compared).
+TEST(RowGroups, NoFeatureMeansNoGrouping) {
+  for (bool wide : {false, true}) {
+    const BinMatrix bins = RandomBins(100, 0, 4, wide, 3);
+    RowGroups groups;
+    EXPECT_FALSE(GroupEqualRows(bins, bins.num_rows, groups));
+    EXPECT_EQ(groups.num_groups(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace tabforge::tree
