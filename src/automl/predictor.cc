@@ -49,6 +49,15 @@ constexpr double kMinModelSeconds = 0.5;      // a model is not started with les
 constexpr double kStackingCheckShare = 0.25;  // of the time left, for dynamic stacking's check
 constexpr int kAutoBagSets = 20;              // num_bag_sets "auto" with a time limit (AutoGluon's)
 
+// A regression target must be finite; `row` counts data rows of the table the user gave.
+void RequireFiniteTarget(const std::string& label, double value, std::int64_t row) {
+  if (std::isfinite(value)) return;
+  throw InvalidInput(fmt::format(
+      "label column '{}' holds {} in data row {}; a regression target must be finite: drop or "
+      "impute that row",
+      label, value, row + 1));
+}
+
 // One entry of the leaderboard: a model (a group of fitted models averaged: the folds of a
 // bag, or one) or a weighted ensemble of other entries.
 struct Entry {
@@ -260,12 +269,7 @@ struct TabularPredictor::State {
       }
       if (problem_type == ProblemType::kRegression) {
         out[row] = column.numeric()[row];
-        if (!std::isfinite(out[row])) {
-          throw InvalidInput(fmt::format(
-              "label column '{}' holds {} in data row {}; a regression target must be finite: "
-              "drop or impute that row",
-              label, out[row], row + 1));
-        }
+        RequireFiniteTarget(label, out[row], row);
         continue;
       }
       const std::string text = column.CellText(row);
@@ -429,11 +433,9 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
   for (std::int64_t row = 0; row < train_table.num_rows(); ++row) {
     if (label_column.IsMissing(row)) continue;
     labelled.push_back(row);
-    if (s.problem_type == ProblemType::kRegression && !std::isfinite(label_column.numeric()[row])) {
-      throw InvalidInput(fmt::format(
-          "label column '{}' holds {} in data row {}; a regression target must be finite: drop "
-          "or impute that row",
-          s.label, label_column.numeric()[row], row + 1));
+    // Checked here, where rows are still counted as in the user's table.
+    if (s.problem_type == ProblemType::kRegression) {
+      RequireFiniteTarget(s.label, label_column.numeric()[row], row);
     }
   }
   const bool all_labelled = static_cast<std::int64_t>(labelled.size()) == train_table.num_rows();
