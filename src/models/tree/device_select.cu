@@ -389,23 +389,39 @@ __device__ void Select(const GrowContext& context) {
   const int ahead_room = context.ahead ? min(remaining - 1, free_slots) : 0;
   const int deep_room = min(ahead_room, free_slots - context.num_leaves);
   if (ahead_room > 0) {
-    // The ranks of the open leaves not split yet among all open leaves: only the best
-    // `remaining` of them may be taken.
+    // The open leaves in best-first order (RankKey, then device leaf; taken leaves' zero keys
+    // last) by a sorting network: an open leaf's rank is then its place. Only the best
+    // `remaining` may be taken.
     for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
-    __syncthreads();
     const int open = open_count;
-    for (int at = threadIdx.x; at < open; at += blockDim.x) {
-      const RankKey key = memory.keys[at];
-      const int id = memory.open_ids[at];
-      if (key.high == 0 || id == chosen_id || memory.leaves[id].left >= 0) continue;
+    const int comparators = SortStepComparators(open);
+    for (int width = 2; width / 2 < open; width *= 2) {
+      for (int distance = width / 2; distance >= 1; distance /= 2) {
+        for (int index = threadIdx.x; index < comparators; index += blockDim.x) {
+          int low = 0;
+          int high = 0;
+          SortComparator(width, distance, index, low, high);
+          if (high >= open) continue;
+          const RankKey low_key = memory.keys[low];
+          const RankKey high_key = memory.keys[high];
+          const int low_id = memory.open_ids[low];
+          const int high_id = memory.open_ids[high];
+          if (Sooner(high_key, low_key) || (SameRank(high_key, low_key) && high_id < low_id)) {
+            memory.keys[low] = high_key;
+            memory.keys[high] = low_key;
+            memory.open_ids[low] = high_id;
+            memory.open_ids[high] = low_id;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    __syncthreads();
+    for (int rank = threadIdx.x; rank < min(open, remaining); rank += blockDim.x) {
+      const int id = memory.open_ids[rank];
+      if (memory.keys[rank].high == 0 || id == chosen_id || memory.leaves[id].left >= 0) continue;
       const bool tree_leaf = memory.leaves[id].taken == kTreeLeaf;
       if (!tree_leaf && deep_room <= 0) continue;
-      int rank = 0;
-#pragma unroll 4
-      for (int other = 0; other < open; ++other) {
-        const RankKey rival = memory.keys[other];
-        rank += Sooner(rival, key) || (SameRank(rival, key) && memory.open_ids[other] < id);
-      }
       // Leaves further down only from the best kDeepAheadPercent: they wait on splits not yet
       // taken, and a wider share buys fewer batches with histograms the tree never uses.
       if (rank < (tree_leaf ? remaining : remaining * kDeepAheadPercent / 100)) {

@@ -66,4 +66,28 @@ TFG_HOST_DEVICE inline RankKey MakeRankKey(const float* path_minima, int count, 
   return RankKey{words[0], words[1]};
 }
 
+// A sorting network over n items (any n), for a block of threads to sort keys in shared memory
+// in O(log^2 n) steps instead of ranking each key against all others: the bitonic network
+// whose merges first compare mirrored pairs, so that every comparator puts the earlier item at
+// the lower index. Items past n count as the latest of all, which no comparator moves, so
+// comparators that reach past n are skipped. Steps go for width = 2, 4, ... up to the
+// power of two at or above n, and within a width for distance = width / 2, ..., 1; a step has
+// SortStepComparators(n) comparators, any of which may run in parallel.
+TFG_HOST_DEVICE inline int SortStepComparators(int n) {
+  int width = 1;
+  while (width < n) width *= 2;
+  return width / 2;
+}
+
+// Comparator `index` of the step (width, distance): the items it orders, low < high; high >= n
+// means the comparator is skipped.
+TFG_HOST_DEVICE inline void SortComparator(int width, int distance, int index, int& low,
+                                           int& high) {
+  const int group = index / distance;
+  const int offset = index - group * distance;
+  const int start = group * 2 * distance;
+  low = start + offset;
+  high = distance == width / 2 ? start + 2 * distance - 1 - offset : low + distance;
+}
+
 }  // namespace tabforge::tree

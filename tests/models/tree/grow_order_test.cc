@@ -113,5 +113,48 @@ TEST(GrowOrder, DeepPathsKeepTheFirstMinimaAndTheirOrder) {
   EXPECT_NE(MakeRankKey(path, 1, 30.0f).high, 0u);
 }
 
+// The sorting network the device's selection ranks open leaves with, run step by step on the
+// host, against std::sort: keys (many equal, some zero: taken leaves) before later ones, equal
+// keys by id, for every count up to 70 and random counts up to 1600.
+TEST(GrowOrder, SortingNetworkOrdersKeysForAnyCount) {
+  std::mt19937 random(7);
+  struct Item {
+    RankKey key;
+    int id;
+  };
+  auto before = [](const Item& a, const Item& b) {
+    return Sooner(a.key, b.key) || (SameRank(a.key, b.key) && a.id < b.id);
+  };
+  std::vector<int> counts;
+  for (int n = 0; n <= 70; ++n) counts.push_back(n);
+  for (int draw = 0; draw < 40; ++draw) counts.push_back(1 + static_cast<int>(random() % 1600));
+  for (const int n : counts) {
+    std::vector<Item> items(static_cast<std::size_t>(n));
+    for (int at = 0; at < n; ++at) {
+      const unsigned long long high = random() % 4 == 0 ? 0 : random() % 9 + 1;
+      items[at] = Item{RankKey{high, high == 0 ? 0 : random() % 3}, at};
+    }
+    std::shuffle(items.begin(), items.end(), random);
+    std::vector<Item> expected = items;
+    std::sort(expected.begin(), expected.end(), before);
+    const int comparators = SortStepComparators(n);
+    for (int width = 2; width / 2 < n; width *= 2) {
+      for (int distance = width / 2; distance >= 1; distance /= 2) {
+        for (int index = 0; index < comparators; ++index) {
+          int low = 0;
+          int high = 0;
+          SortComparator(width, distance, index, low, high);
+          ASSERT_LT(low, high);
+          if (high >= n) continue;
+          if (before(items[high], items[low])) std::swap(items[low], items[high]);
+        }
+      }
+    }
+    for (int at = 0; at < n; ++at) {
+      ASSERT_EQ(items[at].id, expected[at].id) << "n " << n << ", position " << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tabforge::tree
