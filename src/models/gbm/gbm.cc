@@ -518,6 +518,7 @@ GbmModel GbmModel::Fit(const features::FeatureMatrix& train, std::span<const dou
   trainer.reset();
   bins = tree::BinMatrix{};
   model.forest_.Build(model.trees_, model.mapper_);
+  model.scorer_.Build(model.forest_);
   return model;
 }
 
@@ -540,13 +541,37 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     }
   }
   std::vector<double> raw(static_cast<std::size_t>(rows * outputs));
+  const std::vector<double>& leaf_values = forest_.leaves();
+  const int thread_count = context.Threads();
+  constexpr int kGroup = tree::CompactForest::kWalkGroup;
+  if (scorer_.usable() && rows < kGroup) {
+    // A few rows of trees of at most 64 leaves: each row's leaves feature by feature
+    // (MaskScorer), then their values added in tree order. (Larger batches walk each tree for a
+    // block of rows, which measured faster: Adult's 16,281 test rows, 800 trees of 16 leaves,
+    // 0.144 s against 0.173 s on 2 threads.)
+    const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
+    const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+#pragma omp parallel for num_threads(thread_count) schedule(static)
+    for (std::int64_t block = 0; block < blocks; ++block) {
+      std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
+      std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees));
+      const std::int64_t last = std::min(rows, (block + 1) * block_rows);
+      for (std::int64_t row = block * block_rows; row < last; ++row) {
+        scorer_.Leaves(
+            mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
+            [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
+            leaf.data());
+        double* out = raw.data() + row * outputs;
+        for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
+        for (int tree = 0; tree < trees; ++tree) out[tree % outputs] += leaf_values[leaf[tree]];
+      }
+    }
+    return raw;
+  }
   // Blocks of rows go tree by tree, so a tree's nodes stay in cache while the block's values
   // of its features (column-major) are read in runs (CompactForest::BlockRows). A block of
   // fewer than kWalkGroup rows (a single row, say) walks groups of trees side by side instead,
   // so that their node loads overlap. Either way a row adds its trees' values in tree order.
-  constexpr int kGroup = tree::CompactForest::kWalkGroup;
-  const std::vector<double>& leaf_values = forest_.leaves();
-  const int thread_count = context.Threads();
   const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
 #pragma omp parallel for num_threads(thread_count) schedule(static)
@@ -655,6 +680,7 @@ GbmModel GbmModel::Deserialize(std::string_view bytes, const std::string& name) 
   }
   if (model.params_.objective == "multiclass") model.params_.num_class = model.num_outputs_;
   model.forest_.Build(model.trees_, model.mapper_);
+  model.scorer_.Build(model.forest_);
   return model;
 }
 

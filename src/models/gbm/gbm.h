@@ -15,6 +15,7 @@
 #include "features/feature_matrix.h"
 #include "models/tree/binning.h"
 #include "models/tree/compact_forest.h"
+#include "models/tree/mask_scorer.h"
 #include "models/tree/tree.h"
 
 namespace tabforge::gbm {
@@ -164,6 +165,7 @@ class GbmModel {
   tree::BinMapper mapper_;
   std::vector<tree::Tree> trees_;  // round-major: round r, output k at r * num_outputs + k
   tree::CompactForest forest_;     // trees_ laid out for prediction
+  tree::MaskScorer scorer_;        // forest_ scored feature by feature (trees of <= 64 leaves)
   FitReport report_;
 };
 

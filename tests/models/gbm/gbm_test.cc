@@ -20,6 +20,7 @@
 #include "metrics/metric.h"
 #include "models/gbm/gbm_predict_tables.h"
 #include "models/letter_features.h"
+#include "models/tree/mask_scorer.h"
 #include "test_support.h"
 
 namespace tabforge::gbm {
@@ -368,8 +369,9 @@ TEST(Gbm, AdultTestAuc) {
 // The GPU predictor's row scoring (kernels::ScoreRow over the arrays DevicePredictRaw uploads,
 // run here on the host) gives PredictRaw's doubles, with missing values, missing codes and codes
 // beyond the features' tables among the rows.
-void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows,
-                             const std::string& what) {
+// `rows` with, every fifth row, a missing value, a missing code or a code beyond the feature's
+// table.
+features::FeatureMatrix WithOddValues(const GbmModel& model, features::FeatureMatrix rows) {
   for (std::int64_t row = 0; row < rows.num_rows; row += 5) {
     if (rows.num_numeric() > 0) {
       rows.numeric[(row % rows.num_numeric()) * rows.num_rows + row] = NAN;
@@ -383,6 +385,12 @@ void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows
       rows.categorical[feature * rows.num_rows + row] = codes[row % 3];
     }
   }
+  return rows;
+}
+
+void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows,
+                             const std::string& what) {
+  rows = WithOddValues(model, std::move(rows));
   const ForestTables tables = ForestTables::Of(model.forest(), model.mapper());
   const kernels::DeviceForest view = tables.HostView(model.forest());
   const std::vector<double> raw = model.PredictRaw(rows, 2);
@@ -422,6 +430,84 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
   params.num_iterations = 8;
   ExpectRowScoringMatches(GbmModel::Fit(letter_rows, letter_labels, {}, nullptr, {}, params, 0),
                           letter_rows, "letter, 26 outputs");
+}
+
+// MaskScorer (PredictRaw's path for a few rows of trees of at most 64 leaves) finds the leaf
+// CompactForest::Leaf walks to, in every tree, for every row (missing values, missing codes,
+// codes beyond the tables and values equal to thresholds among them; categorical sets of several
+// categories), and single rows predict the doubles of the batch; trees of 65 leaves are left to
+// the walks.
+void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatrix& clean_rows,
+                              const std::string& what) {
+  features::FeatureMatrix rows = WithOddValues(model, clean_rows);
+  const tree::CompactForest& forest = model.forest();
+  // Values equal to the thresholds (which go left) too.
+  std::vector<std::vector<float>> thresholds(static_cast<std::size_t>(rows.num_numeric()));
+  for (const tree::CompactForest::Node& node : forest.nodes()) {
+    if (node.feature & tree::CompactForest::kCategorical) continue;
+    thresholds[node.feature & tree::CompactForest::kFeatureMask].push_back(node.threshold);
+  }
+  for (std::int64_t row = 2; row < rows.num_rows && rows.num_numeric() > 0; row += 5) {
+    const std::vector<float>& list = thresholds[row % rows.num_numeric()];
+    if (list.empty()) continue;
+    rows.numeric[(row % rows.num_numeric()) * rows.num_rows + row] = list[row % list.size()];
+  }
+  tree::MaskScorer scorer;
+  scorer.Build(forest);
+  int most_leaves = 0;
+  for (const tree::Tree& tree : model.trees())
+    most_leaves = std::max(most_leaves, tree.num_leaves());
+  ASSERT_EQ(scorer.usable(), most_leaves <= tree::MaskScorer::kMaxLeaves) << what;
+  const std::vector<double> batch = model.PredictRaw(rows, 2);
+  const int outputs = model.num_outputs();
+  if (scorer.usable()) {
+    const int trees = forest.num_trees();
+    std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
+    std::vector<std::int32_t> leaves(static_cast<std::size_t>(trees));
+    for (std::int64_t row = 0; row < rows.num_rows; ++row) {
+      auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
+      auto code = [&](int feature) { return rows.CategoricalColumn(feature)[row]; };
+      scorer.Leaves(model.mapper(), numeric, code, words.data(), leaves.data());
+      for (int tree = 0; tree < trees; ++tree) {
+        ASSERT_EQ(leaves[tree], forest.Leaf(tree, model.mapper(), numeric, code))
+            << what << ", row " << row << ", tree " << tree;
+      }
+    }
+  }
+  for (std::int64_t row = 0; row < rows.num_rows; row += 97) {
+    const std::vector<double> one = model.PredictRaw(features::SelectRows(rows, {row}), 1);
+    for (int k = 0; k < outputs; ++k) {
+      ASSERT_EQ(one[k], batch[row * outputs + k]) << what << ", row " << row << " output " << k;
+    }
+  }
+}
+
+TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
+  TFG_REQUIRE_DATASETS();
+  data::Table adult = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
+  const features::FeatureMatrix adult_rows =
+      features::FeaturePipeline::Fit(adult, "class").Transform(adult);
+  std::vector<double> adult_labels;
+  const data::Column& adult_class = adult.ColumnByName("class");
+  for (std::int64_t row = 0; row < adult.num_rows(); ++row) {
+    adult_labels.push_back(adult_class.CellText(row) == ">50K" ? 1.0 : 0.0);
+  }
+  for (const int leaves : {2, 16, 64, 65}) {
+    GbmParams params;
+    params.num_iterations = 20;
+    params.num_leaves = leaves;
+    params.min_data_in_leaf = 5;
+    params.max_cat_to_onehot = 8;  // bitsets of several categories
+    ExpectMaskScoringMatches(GbmModel::Fit(adult_rows, adult_labels, {}, nullptr, {}, params, 0),
+                             adult_rows, "Adult, " + std::to_string(leaves) + " leaves");
+  }
+  const testing::LetterFeatures letter = testing::LoadLetterFeatures();
+  GbmParams params;
+  params.objective = "multiclass";
+  params.num_class = 26;
+  params.num_iterations = 6;
+  ExpectMaskScoringMatches(GbmModel::Fit(letter.rows, letter.labels, {}, nullptr, {}, params, 0),
+                           letter.rows, "letter, 26 outputs");
 }
 
 TEST(Gbm, LetterMulticlass) {

@@ -1,0 +1,91 @@
+// Leaves of a forest of small trees found feature by feature instead of tree by tree, by
+// bitmasks (the QuickScorer scheme of Lucchese et al., 2015): a tree of at most 64 leaves keeps
+// one 64-bit word, a bit per leaf in left-to-right order, all set at first; every node a row
+// does not go left at clears the leaves of its left subtree; the row's leaf is then the lowest
+// bit left. The nodes a row goes right at are, for a numeric feature, a prefix of that
+// feature's nodes sorted by threshold, so a row reads a run of (threshold, tree, mask) triples
+// per feature with one branch that is hard to predict (the run's end) instead of one at every
+// node of every tree. The leaves are exactly those CompactForest::Leaf gives.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/tree/binning.h"
+#include "models/tree/compact_forest.h"
+
+namespace tabforge::tree {
+
+class MaskScorer {
+ public:
+  // The most leaves a tree may have.
+  static constexpr int kMaxLeaves = 64;
+
+  // Tables for `forest`; empty (usable() false) when a tree has more than kMaxLeaves leaves.
+  void Build(const CompactForest& forest);
+
+  bool usable() const { return usable_; }
+  int num_trees() const { return static_cast<int>(leaf_base_.size()); }
+
+  // The leaves (numbered as CompactForest::Leaf's) of every tree, into leaf[0, num_trees()), for
+  // a row whose numeric values are numeric(feature) (NaN for missing) and categorical codes
+  // code(feature - numeric_count), codes binned by `mapper`. `words` is scratch of
+  // num_trees() + 1 words.
+  template <typename Numeric, typename Code>
+  void Leaves(const BinMapper& mapper, const Numeric& numeric, const Code& code,
+              std::uint64_t* words, std::int32_t* leaf) const {
+    const int trees = num_trees();
+    for (int tree = 0; tree <= trees; ++tree) words[tree] = ~std::uint64_t{0};
+    for (int feature = 0; feature < numeric_count_; ++feature) {
+      const float value = numeric(feature);
+      if (value != value) {  // NaN: the nodes whose missing values go right
+        for (std::int32_t at = missing_begin_[feature]; at < missing_begin_[feature + 1]; ++at) {
+          words[missing_[at].tree] &= missing_[at].mask;
+        }
+        continue;
+      }
+      // The feature's thresholds ascend and end with +inf, which no value is above.
+      std::int32_t at = numeric_begin_[feature];
+      while (thresholds_[at] < value) {
+        words[numeric_[at].tree] &= numeric_[at].mask;
+        ++at;
+      }
+    }
+    for (const CategoricalNode& node : categorical_) {
+      const int bin = mapper.feature(node.feature).CategoryBin(code(node.feature - numeric_count_));
+      const std::int32_t word = node.begin + bin / 32;
+      const bool left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
+      if (!left) words[node.tree] &= node.mask;
+    }
+    for (int tree = 0; tree < trees; ++tree) {
+      leaf[tree] = leaf_order_[leaf_base_[tree] + __builtin_ctzll(words[tree])];
+    }
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t mask;  // the tree's leaves that stay possible when the row goes right
+    std::int32_t tree;
+  };
+  struct CategoricalNode {
+    std::uint64_t mask;
+    std::int32_t tree;
+    std::int32_t feature;
+    std::int32_t begin;  // words [begin, end) of bits(): bit b set = bin b goes left
+    std::int32_t end;
+  };
+
+  bool usable_ = false;
+  int numeric_count_ = 0;
+  std::vector<float> thresholds_;             // per numeric feature, ascending, then +inf
+  std::vector<Entry> numeric_;                // beside thresholds_ (the +inf one: a spare word)
+  std::vector<std::int32_t> numeric_begin_;   // numeric feature -> its first threshold
+  std::vector<Entry> missing_;                // per numeric feature: nodes sending NaN right
+  std::vector<std::int32_t> missing_begin_;   // numeric_count + 1
+  std::vector<CategoricalNode> categorical_;  // every categorical node, by feature
+  std::vector<std::uint32_t> bits_;
+  std::vector<std::int32_t> leaf_base_;   // tree -> its first entry of leaf_order_
+  std::vector<std::int32_t> leaf_order_;  // a tree's leaves left to right, as forest leaves
+};
+
+}  // namespace tabforge::tree
