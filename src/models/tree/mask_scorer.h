@@ -8,6 +8,7 @@
 // node of every tree. The leaves are exactly those CompactForest::Leaf gives.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -58,7 +59,7 @@ class MaskScorer {
       if (!left) words[node.tree] &= node.mask;
     }
     for (int tree = 0; tree < trees; ++tree) {
-      leaf[tree] = leaf_order_[leaf_base_[tree] + __builtin_ctzll(words[tree])];
+      leaf[tree] = leaf_order_[leaf_base_[tree] + std::countr_zero(words[tree])];
     }
   }
 
