@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "core/random.h"
 #include "data/csv_reader.h"
@@ -13,6 +14,7 @@
 #include "device/cuda_device.h"
 #include "features/pipeline.h"
 #include "gpu_support.h"
+#include "models/adult_features.h"
 #include "models/gbm/gbm.h"
 #include "test_support.h"
 
@@ -53,13 +55,10 @@ void ExpectSameModel(const Problem& problem, GbmParams params, const std::string
 }
 
 Problem LoadAdult() {
-  data::Table train = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
+  testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
   Problem problem;
-  problem.features = features::FeaturePipeline::Fit(train, "class").Transform(train);
-  const data::Column& column = train.ColumnByName("class");
-  for (std::int64_t row = 0; row < train.num_rows(); ++row) {
-    problem.labels.push_back(column.CellText(row) == ">50K" ? 1.0 : 0.0);
-  }
+  problem.features = std::move(adult.rows);
+  problem.labels = std::move(adult.labels);
   return problem;
 }
 

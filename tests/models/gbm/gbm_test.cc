@@ -18,6 +18,7 @@
 #include "features/feature_matrix.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
+#include "models/adult_features.h"
 #include "models/gbm/gbm_predict_tables.h"
 #include "models/letter_features.h"
 #include "models/tree/mask_scorer.h"
@@ -360,15 +361,13 @@ TEST(Gbm, AdultTestAuc) {
     model.PredictRowRaw(values.data(), codes.data(), &one);
     ASSERT_EQ(one, raw[row]) << "row " << row;
   }
-  // So do a few rows (a block too small to walk rows side by side walks trees side by side).
+  // So do a few rows (a block of fewer than 16 rows: found by bitmasks, the trees having at
+  // most 64 leaves).
   const std::vector<std::int64_t> few = {0, 5, test_features.num_rows - 1};
   const std::vector<double> few_raw = model.PredictRaw(features::SelectRows(test_features, few), 2);
   for (std::size_t at = 0; at < few.size(); ++at) ASSERT_EQ(few_raw[at], raw[few[at]]);
 }
 
-// The GPU predictor's row scoring (kernels::ScoreRow over the arrays DevicePredictRaw uploads,
-// run here on the host) gives PredictRaw's doubles, with missing values, missing codes and codes
-// beyond the features' tables among the rows.
 // `rows` with, every fifth row, a missing value, a missing code or a code beyond the feature's
 // table.
 features::FeatureMatrix WithOddValues(const GbmModel& model, features::FeatureMatrix rows) {
@@ -388,6 +387,9 @@ features::FeatureMatrix WithOddValues(const GbmModel& model, features::FeatureMa
   return rows;
 }
 
+// The GPU predictor's row scoring (kernels::ScoreRow over the arrays DevicePredictRaw uploads,
+// run here on the host) gives PredictRaw's doubles, with missing values, missing codes and codes
+// beyond the features' tables among the rows.
 void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows,
                              const std::string& what) {
   rows = WithOddValues(model, std::move(rows));
@@ -407,14 +409,9 @@ void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows
 
 TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
   TFG_REQUIRE_DATASETS();
-  data::Table adult = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
-  const features::FeatureMatrix adult_rows =
-      features::FeaturePipeline::Fit(adult, "class").Transform(adult);
-  std::vector<double> adult_labels;
-  const data::Column& adult_class = adult.ColumnByName("class");
-  for (std::int64_t row = 0; row < adult.num_rows(); ++row) {
-    adult_labels.push_back(adult_class.CellText(row) == ">50K" ? 1.0 : 0.0);
-  }
+  const testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
+  const features::FeatureMatrix& adult_rows = adult.rows;
+  const std::vector<double>& adult_labels = adult.labels;
   GbmParams params;
   params.num_iterations = 40;
   params.max_cat_to_onehot = 8;  // bitsets of several categories
@@ -484,14 +481,9 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
 
 TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
   TFG_REQUIRE_DATASETS();
-  data::Table adult = data::ReadCsv(testing::DatasetPath("adult_train.csv.gz"));
-  const features::FeatureMatrix adult_rows =
-      features::FeaturePipeline::Fit(adult, "class").Transform(adult);
-  std::vector<double> adult_labels;
-  const data::Column& adult_class = adult.ColumnByName("class");
-  for (std::int64_t row = 0; row < adult.num_rows(); ++row) {
-    adult_labels.push_back(adult_class.CellText(row) == ">50K" ? 1.0 : 0.0);
-  }
+  const testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
+  const features::FeatureMatrix& adult_rows = adult.rows;
+  const std::vector<double>& adult_labels = adult.labels;
   for (const int leaves : {2, 16, 64, 65}) {
     GbmParams params;
     params.num_iterations = 20;
