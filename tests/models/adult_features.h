@@ -1,6 +1,5 @@
-// UCI Adult's training rows (32,561 rows, numeric and categorical features, missing values)
-// through one feature pipeline, with labels 1 for ">50K" and 0 otherwise. Call after
-// TFG_REQUIRE_DATASETS().
+// Adult's train and test files through one feature pipeline fitted on train, with labels 1 for
+// ">50K" (the tests of the model families share it). Call after TFG_REQUIRE_DATASETS().
 #pragma once
 
 #include <vector>
@@ -12,19 +11,25 @@
 namespace tabforge::testing {
 
 struct AdultFeatures {
-  features::FeatureMatrix rows;
-  std::vector<double> labels;
+  features::FeatureMatrix train;
+  features::FeatureMatrix test;
+  std::vector<double> train_labels;
+  std::vector<double> test_labels;
 };
 
-inline AdultFeatures LoadAdultTrainFeatures() {
-  const data::Table table = data::ReadCsv(DatasetPath("adult_train.csv.gz"));
-  AdultFeatures adult;
-  adult.rows = features::FeaturePipeline::Fit(table, "class").Transform(table);
-  const data::Column& column = table.ColumnByName("class");
-  for (std::int64_t row = 0; row < table.num_rows(); ++row) {
-    adult.labels.push_back(column.CellText(row) == ">50K" ? 1.0 : 0.0);
-  }
-  return adult;
+inline AdultFeatures LoadAdultFeatures() {
+  const data::Table train = data::ReadCsv(DatasetPath("adult_train.csv.gz"));
+  const data::Table test = data::ReadCsv(DatasetPath("adult_test.csv.gz"));
+  const features::FeaturePipeline pipeline = features::FeaturePipeline::Fit(train, "class");
+  auto labels = [](const data::Table& table) {
+    std::vector<double> out;
+    const data::Column& column = table.ColumnByName("class");
+    for (std::int64_t row = 0; row < table.num_rows(); ++row) {
+      out.push_back(column.CellText(row).starts_with(">50K") ? 1.0 : 0.0);
+    }
+    return out;
+  };
+  return {pipeline.Transform(train), pipeline.Transform(test), labels(train), labels(test)};
 }
 
 }  // namespace tabforge::testing

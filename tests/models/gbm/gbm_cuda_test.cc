@@ -55,10 +55,10 @@ void ExpectSameModel(const Problem& problem, GbmParams params, const std::string
 }
 
 Problem LoadAdult() {
-  testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
+  testing::AdultFeatures adult = testing::LoadAdultFeatures();
   Problem problem;
-  problem.features = std::move(adult.rows);
-  problem.labels = std::move(adult.labels);
+  problem.features = std::move(adult.train);
+  problem.labels = std::move(adult.train_labels);
   return problem;
 }
 

@@ -409,9 +409,9 @@ void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows
 
 TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
   TFG_REQUIRE_DATASETS();
-  const testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
-  const features::FeatureMatrix& adult_rows = adult.rows;
-  const std::vector<double>& adult_labels = adult.labels;
+  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
+  const features::FeatureMatrix& adult_rows = adult.train;
+  const std::vector<double>& adult_labels = adult.train_labels;
   GbmParams params;
   params.num_iterations = 40;
   params.max_cat_to_onehot = 8;  // bitsets of several categories
@@ -481,9 +481,9 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
 
 TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
   TFG_REQUIRE_DATASETS();
-  const testing::AdultFeatures adult = testing::LoadAdultTrainFeatures();
-  const features::FeatureMatrix& adult_rows = adult.rows;
-  const std::vector<double>& adult_labels = adult.labels;
+  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
+  const features::FeatureMatrix& adult_rows = adult.train;
+  const std::vector<double>& adult_labels = adult.train_labels;
   for (const int leaves : {2, 16, 64, 65}) {
     GbmParams params;
     params.num_iterations = 20;
