@@ -544,26 +544,59 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   const std::vector<double>& leaf_values = forest_.leaves();
   const int thread_count = context.Threads();
   constexpr int kGroup = tree::CompactForest::kWalkGroup;
-  if (scorer_.usable() && rows < kGroup) {
-    // A few rows of trees of at most 64 leaves: each row's leaves feature by feature
-    // (MaskScorer), then their values added in tree order. (Larger batches walk each tree for a
-    // block of rows, which measured faster: Adult's 16,281 test rows, 800 trees of 16 leaves,
-    // 0.144 s against 0.173 s on 2 threads.)
+  if (scorer_.usable()) {
+    // Trees of at most 64 leaves (MaskScorer): a few rows find their leaves feature by feature,
+    // larger blocks eight rows at a time with every node of every tree evaluated without
+    // branches; then each row adds its trees' values in tree order.
     const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
     const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+    constexpr int kRows = tree::MaskScorer::kGroupRows;
+    const int numeric = scorer_.numeric_count();
+    const int categorical = mapper_.num_features() - numeric;
 #pragma omp parallel for num_threads(thread_count) schedule(static)
     for (std::int64_t block = 0; block < blocks; ++block) {
-      std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
-      std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees));
-      const std::int64_t last = std::min(rows, (block + 1) * block_rows);
-      for (std::int64_t row = block * block_rows; row < last; ++row) {
-        scorer_.Leaves(
-            mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
-            [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
-            leaf.data());
-        double* out = raw.data() + row * outputs;
-        for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
-        for (int tree = 0; tree < trees; ++tree) out[tree % outputs] += leaf_values[leaf[tree]];
+      const std::int64_t first = block * block_rows;
+      const std::int64_t last = std::min(rows, first + block_rows);
+      if (last - first < kGroup) {
+        std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
+        std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees));
+        for (std::int64_t row = first; row < last; ++row) {
+          scorer_.Leaves(
+              mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
+              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
+              leaf.data());
+          double* out = raw.data() + row * outputs;
+          for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
+          for (int tree = 0; tree < trees; ++tree) out[tree % outputs] += leaf_values[leaf[tree]];
+        }
+        continue;
+      }
+      std::vector<float> values(static_cast<std::size_t>(numeric) * kRows);
+      std::vector<int> bins(static_cast<std::size_t>(categorical) * kRows);
+      std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) * kRows);
+      std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees) * kRows);
+      for (std::int64_t group = first; group < last; group += kRows) {
+        const int count = static_cast<int>(std::min<std::int64_t>(kRows, last - group));
+        for (int lane = 0; lane < kRows; ++lane) {
+          const std::int64_t row = group + std::min(lane, count - 1);  // short groups repeat
+          for (int feature = 0; feature < numeric; ++feature) {
+            values[feature * kRows + lane] = features.NumericColumn(feature)[row];
+          }
+          for (int feature = 0; feature < categorical; ++feature) {
+            bins[feature * kRows + lane] =
+                mapper_.feature(numeric + feature)
+                    .CategoryBin(features.CategoricalColumn(feature)[row]);
+          }
+        }
+        scorer_.GroupLeaves(values.data(), bins.data(), words.data(), leaf.data());
+        for (int lane = 0; lane < count; ++lane) {
+          double* out = raw.data() + (group + lane) * outputs;
+          const std::int32_t* lane_leaf = leaf.data() + std::int64_t(lane) * trees;
+          for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
+          for (int tree = 0; tree < trees; ++tree) {
+            out[tree % outputs] += leaf_values[lane_leaf[tree]];
+          }
+        }
       }
     }
     return raw;

@@ -5,7 +5,9 @@
 // bit left. The nodes a row goes right at are, for a numeric feature, a prefix of that
 // feature's nodes sorted by threshold, so a row reads a run of (threshold, tree, mask) triples
 // per feature with one branch that is hard to predict (the run's end) instead of one at every
-// node of every tree. The leaves are exactly those CompactForest::Leaf gives.
+// node of every tree. For blocks of rows, GroupLeaves instead evaluates every node of a tree
+// for eight rows at once, without branches, the eight words in vector registers. The leaves
+// are exactly those CompactForest::Leaf gives.
 #pragma once
 
 #include <bit>
@@ -26,6 +28,36 @@ class MaskScorer {
   void Build(const CompactForest& forest);
 
   bool usable() const { return usable_; }
+  int numeric_count() const { return numeric_count_; }
+
+  // A numeric node of a tree for GroupLeaves.
+  struct TreeNode {
+    float threshold;
+    std::int32_t feature;  // numeric feature; | kMissingRight when missing values go right
+    std::uint64_t mask;
+  };
+  static constexpr std::int32_t kMissingRight = 1 << 30;
+
+  // A categorical node.
+  struct CategoricalNode {
+    std::uint64_t mask;
+    std::int32_t tree;
+    std::int32_t feature;
+    std::int32_t begin;  // words [begin, end) of bits(): bit b set = bin b goes left
+    std::int32_t end;
+  };
+
+  // Rows a group of GroupLeaves takes.
+  static constexpr int kGroupRows = 8;
+
+  // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
+  // without branches (a tree's bitmask per row in registers): values[f * kGroupRows + r] is
+  // numeric feature f of row r (NaN for missing), bins[c * kGroupRows + r] categorical feature
+  // c's bin of row r (BinMapper::CategoryBin). `words` is scratch of kGroupRows * num_trees();
+  // leaf[r * num_trees() + t] is row r's leaf of tree t (numbered as CompactForest::Leaf's).
+  // AVX2 instructions are used where the processor has them, unless `portable`.
+  void GroupLeaves(const float* values, const int* bins, std::uint64_t* words, std::int32_t* leaf,
+                   bool portable = false) const;
   int num_trees() const { return static_cast<int>(leaf_base_.size()); }
 
   // The leaves (numbered as CompactForest::Leaf's) of every tree, into leaf[0, num_trees()), for
@@ -68,13 +100,6 @@ class MaskScorer {
     std::uint64_t mask;  // the tree's leaves that stay possible when the row goes right
     std::int32_t tree;
   };
-  struct CategoricalNode {
-    std::uint64_t mask;
-    std::int32_t tree;
-    std::int32_t feature;
-    std::int32_t begin;  // words [begin, end) of bits(): bit b set = bin b goes left
-    std::int32_t end;
-  };
 
   bool usable_ = false;
   int numeric_count_ = 0;
@@ -85,7 +110,11 @@ class MaskScorer {
   std::vector<std::int32_t> missing_begin_;   // numeric_count + 1
   std::vector<CategoricalNode> categorical_;  // every categorical node, by feature
   std::vector<std::uint32_t> bits_;
-  std::vector<std::int32_t> leaf_base_;   // tree -> its first entry of leaf_order_
+  std::vector<TreeNode> tree_nodes_;               // every tree's numeric nodes, tree by tree
+  std::vector<std::int32_t> tree_node_begin_;      // num_trees + 1
+  std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
+  std::vector<std::int32_t> tree_categorical_begin_;  // num_trees + 1
+  std::vector<std::int32_t> leaf_base_;               // tree -> its first entry of leaf_order_
   std::vector<std::int32_t> leaf_order_;  // a tree's leaves left to right, as forest leaves
 };
 

@@ -429,11 +429,11 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
                           letter_rows, "letter, 26 outputs");
 }
 
-// MaskScorer (PredictRaw's path for a few rows of trees of at most 64 leaves) finds the leaf
-// CompactForest::Leaf walks to, in every tree, for every row (missing values, missing codes,
-// codes beyond the tables and values equal to thresholds among them; categorical sets of several
-// categories), and single rows predict the doubles of the batch; trees of 65 leaves are left to
-// the walks.
+// MaskScorer (PredictRaw's path for trees of at most 64 leaves), one row at a time and eight at
+// once, finds the leaf CompactForest::Leaf walks to, in every tree, for every row (missing values,
+// missing codes, codes beyond the tables and values equal to thresholds among them; categorical
+// sets of several categories), and single rows predict the doubles of the batch; trees of 65 leaves
+// are left to the walks.
 void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatrix& clean_rows,
                               const std::string& what) {
   features::FeatureMatrix rows = WithOddValues(model, clean_rows);
@@ -468,6 +468,41 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
       for (int tree = 0; tree < trees; ++tree) {
         ASSERT_EQ(leaves[tree], forest.Leaf(tree, model.mapper(), numeric, code))
             << what << ", row " << row << ", tree " << tree;
+      }
+    }
+    // Groups of eight rows, with vector instructions (where the processor has them) and
+    // without.
+    constexpr int kRows = tree::MaskScorer::kGroupRows;
+    const int numeric_count = scorer.numeric_count();
+    const int categorical_count = model.mapper().num_features() - numeric_count;
+    std::vector<float> values(static_cast<std::size_t>(numeric_count) * kRows);
+    std::vector<int> bins(static_cast<std::size_t>(categorical_count) * kRows);
+    std::vector<std::uint64_t> group_words(static_cast<std::size_t>(trees) * kRows);
+    std::vector<std::int32_t> group_leaves(static_cast<std::size_t>(trees) * kRows);
+    for (std::int64_t first = 0; first + kRows <= rows.num_rows; first += kRows) {
+      for (int lane = 0; lane < kRows; ++lane) {
+        for (int f = 0; f < numeric_count; ++f) {
+          values[f * kRows + lane] = rows.NumericColumn(f)[first + lane];
+        }
+        for (int c = 0; c < categorical_count; ++c) {
+          bins[c * kRows + lane] = model.mapper()
+                                       .feature(numeric_count + c)
+                                       .CategoryBin(rows.CategoricalColumn(c)[first + lane]);
+        }
+      }
+      for (const bool portable : {false, true}) {
+        scorer.GroupLeaves(values.data(), bins.data(), group_words.data(), group_leaves.data(),
+                           portable);
+        for (int lane = 0; lane < kRows; ++lane) {
+          const std::int64_t row = first + lane;
+          auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
+          auto code = [&](int feature) { return rows.CategoricalColumn(feature)[row]; };
+          for (int tree = 0; tree < trees; ++tree) {
+            ASSERT_EQ(group_leaves[std::int64_t(lane) * trees + tree],
+                      forest.Leaf(tree, model.mapper(), numeric, code))
+                << what << ", row " << row << ", tree " << tree << ", portable " << portable;
+          }
+        }
       }
     }
   }
