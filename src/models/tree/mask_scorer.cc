@@ -131,6 +131,17 @@ void MaskScorer::Build(const CompactForest& forest) {
 namespace {
 
 #ifdef TFG_MASK_AVX2
+// In the rows whose lanes (eight 32-bit lanes, all ones or zero) go right, keeps only the
+// leaves of `mask` (words of rows 0-3 in `low`, 4-7 in `high`).
+__attribute__((target("avx2"))) inline void ClearGoingRight(__m256i lanes, std::uint64_t mask,
+                                                            __m256i& low, __m256i& high) {
+  const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~mask));
+  const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
+  const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
+  low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
+  high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
+}
+
 // MaskScorer::GroupLeaves's pass over one tree's numeric nodes for its kGroupRows (8) rows: two
 // registers of four 64-bit words; a node clears, in the rows it sends right, its left subtree's
 // leaves.
@@ -149,11 +160,7 @@ __attribute__((target("avx2"))) void TreeWordsAvx2(const MaskScorer::TreeNode* n
     right = _mm256_or_ps(right,
                          _mm256_and_ps(_mm256_cmp_ps(value, value, _CMP_UNORD_Q), missing_right));
     const __m256i lanes = _mm256_castps_si256(right);
-    const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~node->mask));
-    const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
-    const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
-    low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
-    high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
+    ClearGoingRight(lanes, node->mask, low, high);
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
@@ -177,11 +184,7 @@ __attribute__((target("avx2"))) void TreeCategoricalWordsAvx2(
     const __m256i bit = _mm256_and_si256(
         _mm256_srlv_epi32(loaded, _mm256_and_si256(bin, _mm256_set1_epi32(31))), one);
     const __m256i lanes = _mm256_cmpeq_epi32(bit, _mm256_setzero_si256());  // goes right
-    const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~node->mask));
-    const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
-    const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
-    low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
-    high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
+    ClearGoingRight(lanes, node->mask, low, high);
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
