@@ -30,7 +30,7 @@ class MaskScorer {
   bool usable() const { return usable_; }
   int numeric_count() const { return numeric_count_; }
 
-  // A numeric node of a tree for GroupLeaves.
+  // A tree's numeric node for GroupLeaves (the vector passes in mask_scorer.cc read these).
   struct TreeNode {
     float threshold;
     std::int32_t feature;  // numeric feature; | kMissingRight when missing values go right
@@ -38,12 +38,12 @@ class MaskScorer {
   };
   static constexpr std::int32_t kMissingRight = 1 << 30;
 
-  // A categorical node.
+  // A categorical node: a row whose bin is not in its set goes right.
   struct CategoricalNode {
-    std::uint64_t mask;
+    std::uint64_t mask;  // the tree's leaves that stay possible when the row goes right
     std::int32_t tree;
     std::int32_t feature;
-    std::int32_t begin;  // words [begin, end) of bits(): bit b set = bin b goes left
+    std::int32_t begin;  // words [begin, end) of bits_: bit b set = bin b goes left
     std::int32_t end;
   };
 
