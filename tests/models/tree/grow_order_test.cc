@@ -156,5 +156,25 @@ TEST(GrowOrder, SortingNetworkOrdersKeysForAnyCount) {
   }
 }
 
+// Comparator index run * 32 + lane of a step whose distance is at most 32 pairs two items of
+// the aligned run [64 * run, 64 * run + 64): such steps can run warp by warp, a run's 32
+// comparators each, with no barrier across warps.
+TEST(GrowOrder, SortingStepsOfShortDistancesStayInRunsOf64) {
+  for (int width = 2; width <= 4096; width *= 2) {
+    for (int distance = width / 2; distance >= 1; distance /= 2) {
+      if (distance > 32) continue;
+      for (int run = 0; run * 64 < width * 2; ++run) {
+        for (int lane = 0; lane < 32; ++lane) {
+          int low = 0;
+          int high = 0;
+          SortComparator(width, distance, run * 32 + lane, low, high);
+          ASSERT_EQ(low / 64, run) << "width " << width << ", distance " << distance;
+          ASSERT_EQ(high / 64, run) << "width " << width << ", distance " << distance;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tabforge::tree
