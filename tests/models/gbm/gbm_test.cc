@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
 #include <random>
@@ -407,26 +408,38 @@ void ExpectRowScoringMatches(const GbmModel& model, features::FeatureMatrix rows
   }
 }
 
-TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
-  TFG_REQUIRE_DATASETS();
-  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
-  const features::FeatureMatrix& adult_rows = adult.train;
-  const std::vector<double>& adult_labels = adult.train_labels;
-  GbmParams params;
-  params.num_iterations = 40;
-  params.max_cat_to_onehot = 8;  // bitsets of several categories
-  ExpectRowScoringMatches(GbmModel::Fit(adult_rows, adult_labels, {}, nullptr, {}, params, 0),
-                          adult_rows, "Adult");
-
+// Models of Adult's training rows (categorical sets of several categories), one for each
+// leaf count, with `adult`'s other parameters, and a model of letter (26 outputs) of
+// `letter_rounds` rounds, each given to `check` with the rows it was fitted on and its name.
+using ModelCheck =
+    std::function<void(const GbmModel&, const features::FeatureMatrix&, const std::string&)>;
+void CheckAdultAndLetterModels(GbmParams adult, const std::vector<int>& adult_leaves,
+                               int letter_rounds, const ModelCheck& check) {
+  const testing::AdultFeatures adult_data = testing::LoadAdultFeatures();
+  adult.max_cat_to_onehot = 8;
+  for (const int leaves : adult_leaves) {
+    adult.num_leaves = leaves;
+    check(GbmModel::Fit(adult_data.train, adult_data.train_labels, {}, nullptr, {}, adult, 0),
+          adult_data.train, "Adult, " + std::to_string(leaves) + " leaves");
+  }
   const testing::LetterFeatures letter = testing::LoadLetterFeatures();
-  const features::FeatureMatrix& letter_rows = letter.rows;
-  const std::vector<double>& letter_labels = letter.labels;
-  params = GbmParams{};
+  GbmParams params;
   params.objective = "multiclass";
   params.num_class = 26;
-  params.num_iterations = 8;
-  ExpectRowScoringMatches(GbmModel::Fit(letter_rows, letter_labels, {}, nullptr, {}, params, 0),
-                          letter_rows, "letter, 26 outputs");
+  params.num_iterations = letter_rounds;
+  check(GbmModel::Fit(letter.rows, letter.labels, {}, nullptr, {}, params, 0), letter.rows,
+        "letter, 26 outputs");
+}
+
+TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
+  TFG_REQUIRE_DATASETS();
+  GbmParams adult;
+  adult.num_iterations = 40;
+  CheckAdultAndLetterModels(
+      adult, {adult.num_leaves}, 8,
+      [](const GbmModel& model, const features::FeatureMatrix& rows, const std::string& what) {
+        ExpectRowScoringMatches(model, rows, what);
+      });
 }
 
 // MaskScorer (PredictRaw's path for trees of at most 64 leaves), one row at a time and eight at
@@ -516,25 +529,10 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
 
 TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
   TFG_REQUIRE_DATASETS();
-  const testing::AdultFeatures adult = testing::LoadAdultFeatures();
-  const features::FeatureMatrix& adult_rows = adult.train;
-  const std::vector<double>& adult_labels = adult.train_labels;
-  for (const int leaves : {2, 16, 64, 65}) {
-    GbmParams params;
-    params.num_iterations = 20;
-    params.num_leaves = leaves;
-    params.min_data_in_leaf = 5;
-    params.max_cat_to_onehot = 8;  // bitsets of several categories
-    ExpectMaskScoringMatches(GbmModel::Fit(adult_rows, adult_labels, {}, nullptr, {}, params, 0),
-                             adult_rows, "Adult, " + std::to_string(leaves) + " leaves");
-  }
-  const testing::LetterFeatures letter = testing::LoadLetterFeatures();
-  GbmParams params;
-  params.objective = "multiclass";
-  params.num_class = 26;
-  params.num_iterations = 6;
-  ExpectMaskScoringMatches(GbmModel::Fit(letter.rows, letter.labels, {}, nullptr, {}, params, 0),
-                           letter.rows, "letter, 26 outputs");
+  GbmParams adult;
+  adult.num_iterations = 20;
+  adult.min_data_in_leaf = 5;
+  CheckAdultAndLetterModels(adult, {2, 16, 64, 65}, 6, ExpectMaskScoringMatches);
 }
 
 TEST(Gbm, LetterMulticlass) {
