@@ -553,6 +553,12 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     constexpr int kRows = tree::MaskScorer::kGroupRows;
     const int numeric = scorer_.numeric_count();
     const int categorical = mapper_.num_features() - numeric;
+    // A row's raw scores from its trees' leaves, added in tree order.
+    auto add_leaves = [&](std::int64_t row, const std::int32_t* row_leaf) {
+      double* out = raw.data() + row * outputs;
+      for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
+      for (int tree = 0; tree < trees; ++tree) out[tree % outputs] += leaf_values[row_leaf[tree]];
+    };
 #pragma omp parallel for num_threads(thread_count) schedule(static)
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t first = block * block_rows;
@@ -565,9 +571,7 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
               mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
               [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
               leaf.data());
-          double* out = raw.data() + row * outputs;
-          for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
-          for (int tree = 0; tree < trees; ++tree) out[tree % outputs] += leaf_values[leaf[tree]];
+          add_leaves(row, leaf.data());
         }
         continue;
       }
@@ -590,12 +594,7 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
         }
         scorer_.GroupLeaves(values.data(), bins.data(), words.data(), leaf.data());
         for (int lane = 0; lane < count; ++lane) {
-          double* out = raw.data() + (group + lane) * outputs;
-          const std::int32_t* lane_leaf = leaf.data() + std::int64_t(lane) * trees;
-          for (int k = 0; k < outputs; ++k) out[k] = init_score_[k];
-          for (int tree = 0; tree < trees; ++tree) {
-            out[tree % outputs] += leaf_values[lane_leaf[tree]];
-          }
+          add_leaves(group + lane, leaf.data() + std::int64_t(lane) * trees);
         }
       }
     }
