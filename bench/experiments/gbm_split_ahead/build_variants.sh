@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Builds the CUDA grower's pending variants from the patches beside this script, each on top of
-# the working tree's HEAD, packs them for a GPU machine and writes the command that times them:
+# Builds the CUDA grower's pending variants on top of the working tree's HEAD, packs them for a
+# GPU machine and writes the command that times them:
 #
 #   bash bench/experiments/gbm_split_ahead/build_variants.sh [BUILD_DIR] [PACK_DIR]
 #       (defaults build/ci and device-pack; BUILD_DIR must be configured for sm_90)
 #
-# Variants (gbm_bench each; gbm_cuda_test for the last two):
+# Variants (gbm_bench each; gbm_cuda_test for pdl and rows512):
 #   main      HEAD as it is
-#   sort      warp_sort_min_rows.patch without its kMinRowsPerBlock hunk (the same batches as main)
-#   grad      sort + gradient_block_max.patch (one atomic a block for the largest |gradient|)
-#   pdl       grad + programmatic_launch.patch (a batch's kernels scheduled while the one before
+#   pdl       programmatic_launch.patch (a batch's kernels scheduled while the one before
 #             finishes)
-#   rows512   pdl + kMinRowsPerBlock 512
-#   deep33    rows512 + kDeepAheadPercent 33
+#   rows512   HEAD with kMinRowsPerBlock 512
+#   deep33    HEAD with kDeepAheadPercent 33
 # Then on the GPU machine: `bash PACK_DIR/time_variants.sh` (run's carry: PACK_DIR). The source
 # tree is restored to HEAD afterwards; it must have no changes to src/ before.
 set -euo pipefail
@@ -41,15 +39,12 @@ set_constant() {  # FILE NAME VALUE
 }
 
 compile main
-git apply "$here/warp_sort_min_rows.patch"
-git checkout -q -- src/models/tree/device_common.cuh  # the sort alone
-compile sort
-git apply "$here/gradient_block_max.patch"
-compile grad
 git apply "$here/programmatic_launch.patch"
 compile pdl test
+git checkout -q -- src
 set_constant src/models/tree/device_common.cuh kMinRowsPerBlock 512
 compile rows512 test
+git checkout -q -- src
 set_constant src/models/tree/device_select.cu kDeepAheadPercent 33
 compile deep33
 
@@ -71,7 +66,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$log"
 fields='"train_seconds":[0-9.]*\|"device_batches":[0-9]*\|"roc_auc":[0-9.]*\|"model_sha256":"[0-9a-f]\{12\}\|rror.*'
 params='{"num_leaves":255,"num_iterations":500}'
 round() {
-  for variant in main sort grad pdl rows512 deep33; do
+  for variant in main pdl rows512 deep33; do
     result=$(timeout 100 ./run "$variant" --synthetic "$1,28,0" --device cuda --params "$params" \
       2>&1 | grep -o "$fields" | paste -sd' ')
     echo "== $variant $1 $result" | tee -a "$log"

@@ -23,16 +23,34 @@ void CheckLaunch(const char* kernel) {
   if (error != cudaSuccess) device::ThrowCudaError(error, kernel, __FILE__, __LINE__);
 }
 
-// |gradient| as ordered bits: for non-negative floats, integer order is float order, so the
-// maximum is an atomicMax and does not depend on the order of the rows.
-__device__ inline void AtomicMaxAbs(unsigned int* bits, float gradient) {
-  atomicMax(bits, __float_as_uint(fabsf(gradient)));
+// Blocks of the kernels that also take the largest |gradient|: enough to fill the device, few
+// enough that their one atomic each costs nothing.
+constexpr int kMaxAbsBlocks = 1024;
+static_assert(kThreads % 32 == 0, "BlockMaxAbs folds whole warps");
+
+// Folds `local` (|gradient| as ordered bits: for non-negative floats, integer order is float
+// order) over the block into `max_bits` with one atomic, so the maximum does not depend on the
+// order of the rows. Every thread of the block (kThreads of them) calls it.
+__device__ inline void BlockMaxAbs(unsigned int local, unsigned int* max_bits) {
+  __shared__ unsigned int warp_max[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    local = max(local, __shfl_down_sync(0xffffffffu, local, offset));
+  }
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  if (lane == 0) warp_max[warp] = local;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int other = 1; other < kThreads / 32; ++other) local = max(local, warp_max[other]);
+    atomicMax(max_bits, local);
+  }
 }
 
 __global__ void GradientKernel(RowGradientParams objective, const float* scores,
                                const double* labels, const double* weights, float* gradients,
                                std::uint32_t* class_hessians, tree::GradientPair* pairs,
                                std::int64_t rows, unsigned int* max_bits) {
+  unsigned int local = 0;
   for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
        row += std::int64_t(gridDim.x) * blockDim.x) {
     const double w = weights != nullptr ? weights[row] : 1.0;
@@ -40,11 +58,14 @@ __global__ void GradientKernel(RowGradientParams objective, const float* scores,
       RowGradients(objective, scores + row * objective.outputs, labels[row], w, gradients + row,
                    class_hessians + row, rows, nullptr);
     } else {
-      RowGradients(objective, scores + row, labels[row], w, gradients + row, &pairs[row].hessian,
-                   rows, nullptr);
-      AtomicMaxAbs(max_bits, gradients[row]);
+      float gradient = 0;
+      RowGradients(objective, scores + row, labels[row], w, &gradient, &pairs[row].hessian, rows,
+                   nullptr);
+      gradients[row] = gradient;
+      local = max(local, __float_as_uint(fabsf(gradient)));
     }
   }
+  if (objective.outputs == 1) BlockMaxAbs(local, max_bits);
 }
 
 __global__ void MaxAbsKernel(const float* gradients, std::int64_t rows, unsigned int* max_bits) {
@@ -53,7 +74,7 @@ __global__ void MaxAbsKernel(const float* gradients, std::int64_t rows, unsigned
        row += std::int64_t(gridDim.x) * blockDim.x) {
     local = max(local, __float_as_uint(fabsf(gradients[row])));
   }
-  atomicMax(max_bits, local);
+  BlockMaxAbs(local, max_bits);
 }
 
 __global__ void ScalesKernel(const unsigned int* max_bits, std::int64_t level, double hessian_fixed,
@@ -141,14 +162,14 @@ void ComputeGradients(const RowGradientParams& objective, const float* scores, c
                       const double* weights, float* gradients, std::uint32_t* class_hessians,
                       tree::GradientPair* pairs, std::int64_t rows, unsigned int* max_bits) {
   TFG_CUDA_CHECK(cudaMemsetAsync(max_bits, 0, sizeof(unsigned int)));
-  GradientKernel<<<GridFor(rows), kThreads>>>(objective, scores, labels, weights, gradients,
-                                              class_hessians, pairs, rows, max_bits);
+  GradientKernel<<<std::min(GridFor(rows), kMaxAbsBlocks), kThreads>>>(
+      objective, scores, labels, weights, gradients, class_hessians, pairs, rows, max_bits);
   CheckLaunch("GradientKernel");
 }
 
 void MaxAbsGradient(const float* gradients, std::int64_t rows, unsigned int* max_bits) {
   TFG_CUDA_CHECK(cudaMemsetAsync(max_bits, 0, sizeof(unsigned int)));
-  MaxAbsKernel<<<std::min(GridFor(rows), 1024), kThreads>>>(gradients, rows, max_bits);
+  MaxAbsKernel<<<std::min(GridFor(rows), kMaxAbsBlocks), kThreads>>>(gradients, rows, max_bits);
   CheckLaunch("MaxAbsKernel");
 }
 

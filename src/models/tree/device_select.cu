@@ -87,14 +87,21 @@ __device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSp
   return items;
 }
 
+// Work items packed as partition (22 bits) | histogram (22 bits) << 22 | wide (20 bits) << 44.
+// With fewer than 2^31 rows, a batch's totals fit: partition items cover the parents' rows,
+// at most 2^31 / kPartitionRows + kMaxLeaves; histogram and wide items the smaller children's,
+// at most 2^30 / kMinRowsPerBlock + kMaxLeaves and 2^30 / kWideRows + kMaxLeaves.
+static_assert((1ll << 31) / kPartitionRows + kMaxLeaves < (1ll << 22));
+static_assert((1ll << 30) / kMinRowsPerBlock + kMaxLeaves < (1ll << 22));
+static_assert((1ll << 30) / kWideRows + kMaxLeaves < (1ll << 20));
 __device__ inline unsigned long long PackItems(const SplitItems& items) {
   return static_cast<unsigned long long>(items.partition) |
          (static_cast<unsigned long long>(items.histogram) << 22) |
-         (static_cast<unsigned long long>(items.wide) << 43);
+         (static_cast<unsigned long long>(items.wide) << 44);
 }
 __device__ inline SplitItems UnpackItems(unsigned long long packed) {
   return {static_cast<int>(packed & ((1ull << 22) - 1)),
-          static_cast<int>((packed >> 22) & ((1ull << 21) - 1)), static_cast<int>(packed >> 43)};
+          static_cast<int>((packed >> 22) & ((1ull << 22) - 1)), static_cast<int>(packed >> 44)};
 }
 
 // Each split's first work item (prefix[at]) and the batch's totals (prefix[count]).
@@ -395,26 +402,50 @@ __device__ void Select(const GrowContext& context) {
     for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
     const int open = open_count;
     const int comparators = SortStepComparators(open);
-    for (int width = 2; width / 2 < open; width *= 2) {
-      for (int distance = width / 2; distance >= 1; distance /= 2) {
-        for (int index = threadIdx.x; index < comparators; index += blockDim.x) {
-          int low = 0;
-          int high = 0;
-          SortComparator(width, distance, index, low, high);
-          if (high >= open) continue;
-          const RankKey low_key = memory.keys[low];
-          const RankKey high_key = memory.keys[high];
-          const int low_id = memory.open_ids[low];
-          const int high_id = memory.open_ids[high];
-          if (Sooner(high_key, low_key) || (SameRank(high_key, low_key) && high_id < low_id)) {
-            memory.keys[low] = high_key;
-            memory.keys[high] = low_key;
-            memory.open_ids[low] = high_id;
-            memory.open_ids[high] = low_id;
+    auto exchange = [&](int width, int distance, int index) {
+      int low = 0;
+      int high = 0;
+      SortComparator(width, distance, index, low, high);
+      if (index >= comparators || high >= open) return;
+      const RankKey low_key = memory.keys[low];
+      const RankKey high_key = memory.keys[high];
+      const int low_id = memory.open_ids[low];
+      const int high_id = memory.open_ids[high];
+      if (Sooner(high_key, low_key) || (SameRank(high_key, low_key) && high_id < low_id)) {
+        memory.keys[low] = high_key;
+        memory.keys[high] = low_key;
+        memory.open_ids[low] = high_id;
+        memory.open_ids[high] = low_id;
+      }
+    };
+    // Steps whose comparators pair items of one aligned run of kSortRun items (distances up to
+    // kSortRun / 2) run warp by warp, a run's 32 comparators a step, with no block barrier:
+    // first every step of widths up to kSortRun, then, for each wider width, its steps at
+    // distances up to kSortRun / 2 after the block-wide ones.
+    constexpr int kSortRun = 64;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int warps = static_cast<int>(blockDim.x) / 32;
+    auto run_steps = [&](int first_width, int last_width) {
+      for (int run = warp; run * kSortRun < open; run += warps) {
+        for (int width = first_width; width <= last_width && width / 2 < open; width *= 2) {
+          for (int distance = min(width, kSortRun) / 2; distance >= 1; distance /= 2) {
+            exchange(width, distance, run * (kSortRun / 2) + lane);
+            __syncwarp();
           }
+        }
+      }
+    };
+    run_steps(2, kSortRun);
+    __syncthreads();
+    for (int width = 2 * kSortRun; width / 2 < open; width *= 2) {
+      for (int distance = width / 2; distance >= kSortRun; distance /= 2) {
+        for (int index = threadIdx.x; index < comparators; index += blockDim.x) {
+          exchange(width, distance, index);
         }
         __syncthreads();
       }
+      run_steps(width, width);
+      __syncthreads();
     }
     __syncthreads();
     for (int rank = threadIdx.x; rank < min(open, remaining); rank += blockDim.x) {
@@ -477,8 +508,8 @@ __device__ void Select(const GrowContext& context) {
   const unsigned long long nodes = state.nodes_made;
   // Thread t makes splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread): blocked, so the
   // block's prefix sums give each split its first work items in split order.
-  // Work items packed as partition | histogram << 22 | wide << 43 (each total stays below its
-  // field: rows are int32 indices), so one block scan serves all three.
+  // Work items packed (PackItems: each total stays below its field), so one block scan serves
+  // all three.
   unsigned long long packed_items[kSplitsPerThread];
   for (int k = 0; k < kSplitsPerThread; ++k) {
     const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
