@@ -451,10 +451,12 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   int only_cut = -1;
   if (spec_.extra_trees) {
     // Extremely randomized trees reach here with categorical features only (numeric ones take
-    // TryExtraTreesNumeric): one cut drawn uniformly among the node's categories in bin order.
+    // TryExtraTreesNumeric): one cut among the node's categories in bin order, drawn by value
+    // (DrawnCategoryCut).
     TFG_CHECK(categorical, "numeric feature {} in the categorical cut draw", feature);
     const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
-    only_cut = static_cast<int>(KeyedBelow(threshold_key_, counter, std::uint64_t(last) + 1));
+    only_cut =
+        kernels::DrawnCategoryCut(used_.data(), values, KeyedUniform(threshold_key_, counter));
   }
   const std::int64_t missing_rows = missing_bin >= 0 ? bin_rows[missing_bin] : 0;
   double* left = left_.data();

@@ -342,6 +342,18 @@ TFG_HOST_DEVICE inline void SetCandidateCut(const FeatureInfo& info, const int* 
   }
 }
 
+// Extremely randomized trees' cut among a node's categories (`used_bins`, ascending, `used` >= 2
+// of them; a category's bin is its rank in sorted order): a threshold drawn uniformly between the
+// smallest and largest bin, as scikit-learn draws one between a node's smallest and largest
+// ordinal code, so a cut across categories absent from the node is likelier. Returns the index
+// in `used_bins` of the last category on the left.
+TFG_HOST_DEVICE inline int DrawnCategoryCut(const int* used_bins, int used, double uniform) {
+  const double drawn = used_bins[0] + (used_bins[used - 1] - used_bins[0]) * uniform;
+  int cut = 0;
+  while (cut + 2 < used && used_bins[cut + 1] <= drawn) ++cut;
+  return cut;
+}
+
 // Extremely randomized trees: the one cut of `feature` drawn from `threshold_key` as the CPU
 // grower draws it, on a node of `count` distinct rows from its histogram (counts[bin * width +
 // k] the weighted rows of class k, rows[bin] the distinct rows); `used_bins` lists the `used`
@@ -401,11 +413,11 @@ TFG_HOST_DEVICE inline bool ExtraTreesCut(const SplitRules& rules, const Feature
     }
     return true;
   }
-  // A categorical feature: one of TryFeature's cuts between its categories in bin order, drawn.
+  // A categorical feature: one of TryFeature's cuts between its categories in bin order, drawn
+  // (DrawnCategoryCut).
   if (used < 2) return false;
   const CutPlan plan = PlanCuts(info, used_bins, used);
-  const auto cut =
-      static_cast<int>(KeyedBelow(threshold_key, counter, std::uint64_t(plan.last) + 1));
+  const int cut = DrawnCategoryCut(used_bins, used, KeyedUniform(threshold_key, counter));
   for (int k = 0; k < width; ++k) left[k] = 0;
   long long left_rows = 0;
   for (int at = 0; at <= cut; ++at) {

@@ -17,6 +17,7 @@
 #include "models/adult_features.h"
 #include "models/forest/forest_grower.h"
 #include "models/forest/forest_parity.h"
+#include "models/forest/forest_split.h"
 #include "models/model.h"
 #include "test_support.h"
 
@@ -114,6 +115,25 @@ TEST(Forest, ExtraTreesDrawEveryCutAndMissingSide) {
   for (const auto& [bin, count] : thresholds) EXPECT_GT(count, 60) << "threshold bin " << bin;
   EXPECT_GT(missing_left, 60);
   EXPECT_LT(missing_left, 140);
+}
+
+// Extremely randomized trees cut categories as scikit-learn cuts ordinal codes: at a threshold
+// drawn uniformly between the node's smallest and largest category (bins in sorted order).
+TEST(Forest, ExtraTreesDrawCategoryCutsByTheirCodes) {
+  const int codes[] = {0, 1, 4};
+  EXPECT_EQ(kernels::DrawnCategoryCut(codes, 3, 0.0), 0);
+  EXPECT_EQ(kernels::DrawnCategoryCut(codes, 3, 0.2), 0);    // drawn 0.8
+  EXPECT_EQ(kernels::DrawnCategoryCut(codes, 3, 0.25), 1);   // drawn 1: code 1 goes left
+  EXPECT_EQ(kernels::DrawnCategoryCut(codes, 3, 0.999), 1);  // never every category left
+  const int two[] = {2, 3};
+  EXPECT_EQ(kernels::DrawnCategoryCut(two, 2, 0.999), 0);
+  // Over many draws, the cut across the absent codes 2 and 3 takes three quarters.
+  int after_first = 0;
+  for (std::uint64_t draw = 0; draw < 4000; ++draw) {
+    after_first += kernels::DrawnCategoryCut(codes, 3, RandomUniform(11, 3, draw)) == 0;
+  }
+  EXPECT_GT(after_first, 900);
+  EXPECT_LT(after_first, 1100);
 }
 
 // A feature whose values are all one, missing ones aside, is not constant (scikit-learn 1.9):
