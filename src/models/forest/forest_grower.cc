@@ -180,23 +180,23 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
   return true;
 }
 
-bool ForestTreeGrower::TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end,
-                                            const double* parent, double parent_score,
-                                            std::uint64_t node_key, Candidate& best) {
+bool ForestTreeGrower::TryExtraTrees(int feature, std::int64_t begin, std::int64_t end,
+                                     const double* parent, double parent_score,
+                                     std::uint64_t node_key, Candidate& best) {
   const tree::BinMatrix& matrix = *data_.bins;
   // The passes read the node's bins through local pointers, one instantiation per cell width.
-  return matrix.wide() ? TryExtraTreesNumericOf(matrix.bins16.data() + feature, feature, begin, end,
-                                                parent, parent_score, node_key, best)
-                       : TryExtraTreesNumericOf(matrix.bins8.data() + feature, feature, begin, end,
-                                                parent, parent_score, node_key, best);
+  return matrix.wide() ? TryExtraTreesOf(matrix.bins16.data() + feature, feature, begin, end,
+                                         parent, parent_score, node_key, best)
+                       : TryExtraTreesOf(matrix.bins8.data() + feature, feature, begin, end, parent,
+                                         parent_score, node_key, best);
 }
 
 template <typename Bin>
-bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int feature,
-                                              std::int64_t begin, std::int64_t end,
-                                              const double* parent, double parent_score,
-                                              std::uint64_t node_key, Candidate& best) {
+bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin,
+                                       std::int64_t end, const double* parent, double parent_score,
+                                       std::uint64_t node_key, Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
+  const bool categorical = feature_bins.categorical;
   const int width = width_;
   const bool regression = data_.targets != nullptr;
   const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
@@ -209,9 +209,10 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   // The first pass gathers the node's bins into node_bins_, which the second reads in order.
   std::uint16_t* node_bins = node_bins_.data();
   auto bin_at = [&](std::int64_t index) -> int { return node_bins[index]; };
-  // The node's smallest and largest value bins: no histogram is needed, only one threshold.
-  const int missing_bin = feature_bins.missing_bin();
-  int low_bin = missing_bin, high_bin = -1;
+  // The node's smallest and largest value bins: no histogram is needed, only one threshold. A
+  // categorical feature's bins are all values (missing is a category: its last bin).
+  const int missing_bin = categorical ? -1 : feature_bins.missing_bin();
+  int low_bin = feature_bins.num_bins, high_bin = -1;
   std::int64_t missing_rows = 0;
   for (std::int64_t index = 0; index < count; ++index) {
     const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
@@ -234,7 +235,11 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
   const double* lows = nullptr;
   double drawn = 0;
   bool threshold_known = true;
-  if (low_bin < high_bin) {
+  if (categorical) {
+    // Categories at or below a code drawn between the node's smallest and largest go left.
+    threshold = kernels::DrawnCategoryBin(
+        low_bin, high_bin, KeyedUniform(threshold_key_, node_key * 4099 + std::uint64_t(feature)));
+  } else if (low_bin < high_bin) {
     lows = (*data_.bin_lows)[static_cast<std::size_t>(feature)].data();
     const double low = lows[low_bin];
     const double high = lows[high_bin];
@@ -331,11 +336,29 @@ bool ForestTreeGrower::TryExtraTreesNumericOf(const Bin* column_bins, int featur
       for (int k = 0; k < width; ++k) left[k] += missing[k];
       left_rows += missing_rows;
     }
-  } else {
+  } else if (!categorical) {
     missing_left = left_rows > count - left_rows;
   }
-  if (left_rows >= spec_.min_samples_leaf && count - left_rows >= spec_.min_samples_leaf &&
-      Keep(left, left_rows, parent, parent_score, feature, false, missing_left, best)) {
+  if (left_rows < spec_.min_samples_leaf || count - left_rows < spec_.min_samples_leaf ||
+      !Keep(left, left_rows, parent, parent_score, feature, categorical, missing_left, best)) {
+    return true;
+  }
+  if (categorical) {
+    // The left set: the node's categories at or below the cut (others go right).
+    std::uint64_t* bits = used_bits_.data();
+    for (std::int64_t index = 0; index < count; ++index) {
+      const int bin = bin_at(index);
+      bits[bin >> 6] |= std::uint64_t(bin <= threshold) << (bin & 63);
+    }
+    const int words = threshold / 64 + 1;
+    for (int word = 0; word < words; ++word) {
+      for (std::uint64_t set = bits[word]; set != 0; set &= set - 1) {
+        SetBit(best.split.left_bins, word * 64 + std::countr_zero(set));
+      }
+      bits[word] = 0;
+    }
+    best.split.threshold_bin = 0;
+  } else {
     best.split.threshold_bin =
         threshold_known ? threshold : kernels::DrawnCutBin(lows, low_bin, high_bin, drawn);
   }
@@ -448,16 +471,6 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
   // Cut points: after used_[cut] for cut in [0, last]; with missing values, "every value left,
   // missing right" is a cut too.
   const int last = missing_bin >= 0 ? values - 1 : values - 2;
-  int only_cut = -1;
-  if (spec_.extra_trees) {
-    // Extremely randomized trees reach here with categorical features only (numeric ones take
-    // TryExtraTreesNumeric): one cut among the node's categories in bin order, drawn by value
-    // (DrawnCategoryCut).
-    TFG_CHECK(categorical, "numeric feature {} in the categorical cut draw", feature);
-    const std::uint64_t counter = node_key * 4099 + std::uint64_t(feature);
-    only_cut =
-        kernels::DrawnCategoryCut(used_.data(), values, KeyedUniform(threshold_key_, counter));
-  }
   const std::int64_t missing_rows = missing_bin >= 0 ? bin_rows[missing_bin] : 0;
   double* left = left_.data();
   for (int missing_left = 0; missing_left < (missing_bin >= 0 ? 2 : 1); ++missing_left) {
@@ -475,7 +488,6 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
       }
       // Every row on one side is no split.
       if (cut == values - 1 && missing_left) break;
-      if (only_cut >= 0 && cut != only_cut) continue;
       if (left_rows < spec_.min_samples_leaf) continue;
       if (count - left_rows < spec_.min_samples_leaf) break;
       if (Keep(left, left_rows, parent, parent_score, feature, categorical, missing_left, best)) {
@@ -586,9 +598,8 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     const int feature = feature_order_[at];
     if (constant[feature]) continue;
     const bool varies =
-        spec_.extra_trees && !data_.mapper->feature(feature).categorical
-            ? TryExtraTreesNumeric(feature, begin, end, parent, parent_score, node_key, best)
-            : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
+        spec_.extra_trees ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key, best)
+                          : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
     if (!varies) constant.Set(feature);
   }
   if (best.split.valid()) {

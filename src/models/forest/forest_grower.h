@@ -99,15 +99,15 @@ class ForestTreeGrower {
   // Evaluates `feature` on the node; returns false when the feature has one value there.
   bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                   double parent_score, std::uint64_t node_key, Candidate& best);
-  // TryFeature for a numeric feature of extremely randomized trees: two passes over the rows
-  // (the value range, then the sums left of the one drawn threshold), no histogram.
-  bool TryExtraTreesNumeric(int feature, std::int64_t begin, std::int64_t end, const double* parent,
-                            double parent_score, std::uint64_t node_key, Candidate& best);
+  // TryFeature for extremely randomized trees: two passes over the rows (the value or category
+  // range, then the sums left of the one drawn threshold), no histogram.
+  bool TryExtraTrees(int feature, std::int64_t begin, std::int64_t end, const double* parent,
+                     double parent_score, std::uint64_t node_key, Candidate& best);
   // Its body for one bin width (`column_bins`: the feature's first cell of the row-major bins).
   template <typename Bin>
-  bool TryExtraTreesNumericOf(const Bin* column_bins, int feature, std::int64_t begin,
-                              std::int64_t end, const double* parent, double parent_score,
-                              std::uint64_t node_key, Candidate& best);
+  bool TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin, std::int64_t end,
+                       const double* parent, double parent_score, std::uint64_t node_key,
+                       Candidate& best);
   // Makes the split with left sums `left` (the right ones are parent - left) `best` when it
   // improves more; returns whether it did (the caller then sets the threshold or bin set).
   bool Keep(const double* left, std::int64_t left_rows, const double* parent, double parent_score,

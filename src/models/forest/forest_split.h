@@ -1,6 +1,6 @@
 // The forest's randomness keys and the split search of one feature from its per-bin sums, shared
 // by the batch grower's host loops (forest_batch.cc) and its CUDA kernels (forest_kernels.cu).
-// They follow ForestTreeGrower's TryFeature and TryExtraTreesNumeric cut for cut, so both grow
+// They follow ForestTreeGrower's TryFeature and TryExtraTrees cut for cut, so both grow
 // the same trees: class sums are whole bootstrap counts, exact in any order, and the scores are
 // computed by the same operations in the same order. Plain C++17 (the kernels' dialect).
 #pragma once
@@ -342,15 +342,23 @@ TFG_HOST_DEVICE inline void SetCandidateCut(const FeatureInfo& info, const int* 
   }
 }
 
-// Extremely randomized trees' cut among a node's categories (`used_bins`, ascending, `used` >= 2
-// of them; a category's bin is its rank in sorted order): a threshold drawn uniformly between the
-// smallest and largest bin, as scikit-learn draws one between a node's smallest and largest
-// ordinal code, so a cut across categories absent from the node is likelier. Returns the index
-// in `used_bins` of the last category on the left.
+// Extremely randomized trees' cut among a node's categories (a category's bin is its rank in
+// sorted order): a threshold drawn uniformly between the node's smallest and largest bin, as
+// scikit-learn draws one between a node's smallest and largest ordinal code, so a cut across
+// categories absent from the node is likelier. Returns the largest bin on the left (below
+// `high_bin`, which always goes right; `low_bin` < `high_bin`).
+TFG_HOST_DEVICE inline int DrawnCategoryBin(int low_bin, int high_bin, double uniform) {
+  const double drawn = low_bin + (high_bin - low_bin) * uniform;
+  const int bin = static_cast<int>(drawn);  // drawn >= 0: the floor
+  return bin < high_bin ? bin : high_bin - 1;
+}
+
+// DrawnCategoryBin for the node's categories `used_bins` (ascending, `used` >= 2 of them): the
+// index of the last one on the left.
 TFG_HOST_DEVICE inline int DrawnCategoryCut(const int* used_bins, int used, double uniform) {
-  const double drawn = used_bins[0] + (used_bins[used - 1] - used_bins[0]) * uniform;
+  const int threshold = DrawnCategoryBin(used_bins[0], used_bins[used - 1], uniform);
   int cut = 0;
-  while (cut + 2 < used && used_bins[cut + 1] <= drawn) ++cut;
+  while (used_bins[cut + 1] <= threshold) ++cut;
   return cut;
 }
 
@@ -373,7 +381,7 @@ TFG_HOST_DEVICE inline bool ExtraTreesCut(const SplitRules& rules, const Feature
   double left[kMaxBatchClasses];
   StartFeatureCut(info, feature, best);
   if (!info.categorical) {
-    // TryExtraTreesNumeric: one threshold drawn between the node's smallest and largest value.
+    // TryExtraTrees: one threshold drawn between the node's smallest and largest value.
     const long long missing_rows = rows[missing_bin];
     const int value_used = missing_rows > 0 ? used - 1 : used;  // the missing bin comes last
     // One value with missing ones is not constant here (scikit-learn's RandomSplitter).
