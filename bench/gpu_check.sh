@@ -4,7 +4,10 @@
 # knn_cuda_test, linear_cuda_test, gbm_bench, family_bench, and optionally gbm_bench_base: an
 # older gbm_bench timed in the same call) with the datasets copied to datasets/ beside it:
 #
-#   bash bench/gpu_check.sh PACKED_DIR
+#   bash bench/gpu_check.sh PACKED_DIR [--quick]
+#
+# --quick leaves out the GBM's 16-thread CPU run and the Nsight Compute profiles (about half the
+# time).
 #
 # Prints the GPU, the parity tests' lines, RF on the GPU against the CPU with 16 threads (1M
 # synthetic rows, 300 trees, 100k test rows; same model hash expected; the GPU's device note
@@ -17,7 +20,8 @@
 # made), the device's copy bandwidth, the histogram kernels' effective bandwidth (Nsight
 # Compute, 10M rows, 20 rounds) and the kernels' times in the middle of a 1M-row training.
 set -uo pipefail
-dir=${1:?usage: gpu_check.sh PACKED_DIR}
+dir=${1:?usage: gpu_check.sh PACKED_DIR [--quick]}
+quick=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$dir" || exit 2
 export TABFORGE_DATASETS_DIR=$PWD/datasets
@@ -47,7 +51,9 @@ for bench in $benches; do
     --params "$params" 2>&1 | grep -o "$fields" | paste -sd' ')"
 done
 short='{"num_leaves":255,"num_iterations":50}'
-for device in cuda cpu; do
+devices="cuda cpu"
+[ "$quick" = --quick ] && devices=cuda
+for device in $devices; do
   echo "== gbm_bench 10M 50 rounds $device $(timeout 300 ./run gbm_bench --synthetic \
     10000000,28,0 --device $device --threads 16 --params "$short" 2>&1 | grep -o "$fields" |
     paste -sd' ')"
@@ -58,7 +64,7 @@ for gpus in 1 0; do
     --gpus $gpus --predict-repeats $((1 + gpus)) 2>&1 | tail -1 | grep -o '"roc_auc":[0-9.]*\|"fit_seconds":[0-9.]*\|"predict_seconds":[0-9.]*\|"predict_best_seconds":[0-9.]*\|"device":"[^"]*"' | paste -sd' ')"
 done
 [ -x bin/copy_bandwidth ] && ./run copy_bandwidth
-if command -v ncu >/dev/null; then
+if [ "$quick" != --quick ] && command -v ncu >/dev/null; then
   timeout 200 python3 "$here/cuda_kernel_times.py" --top 4 -- ./run gbm_bench \
     --synthetic 10000000,28,0 --device cuda --params '{"num_leaves":255,"num_iterations":20}'
   # Batches in the middle of training (about tree 270 of 500), where a batch holds a few leaves.

@@ -633,8 +633,10 @@ TabularPredictor& TabularPredictor::fit(const data::Table& train_table, const Fi
       const double model_left = level_deadline.SecondsLeft() * config.max_time_limit_ratio;
       if (model_left < kMinModelSeconds) {
         entry.can_infer = false;
-        entry.error = fmt::format("skipped: {:.1f} s left of the time limit, too little to train",
-                                  std::max(model_left, 0.0));
+        entry.error = fmt::format(
+            "skipped: {:.1f} s left of the time limit's share for level {} ({} level(s) "
+            "split the time left evenly), too little to train",
+            std::max(model_left, 0.0), level, levels);
         s.Log(2, "{}: {}", entry.name, entry.error);
         s.entries.push_back(std::move(entry));
         continue;

@@ -258,7 +258,8 @@ TEST(Predictor, TimeLimitIsHonoured) {
   // Whatever was skipped says why; the best model predicts.
   for (const LeaderboardRow& row : predictor.leaderboard()) {
     if (!row.can_infer) {
-      EXPECT_NE(row.error.find("left of the time limit"), std::string::npos) << row.error;
+      EXPECT_NE(row.error.find("left of the time limit's share for level"), std::string::npos)
+          << row.error;
     }
   }
   EXPECT_EQ(predictor.predict(AdultRows(0, 10)).labels.size(), 10u);
