@@ -5,7 +5,7 @@ family_bench --data 80/20 split, reproduced by bench_common.split_mask).
 
     python3 bench/families_peers.py [--build build/release] [--repeat 5] [--out FILE.json]
         [--datasets adult,letter,california] [--families RF,XT,KNN,LR,LR_L1] [--seed N]
-        (FAMILY_THREADS, default 2)
+        (FAMILY_THREADS, default 2; TABFORGE_DATASETS_DIR, default ../shared/datasets)
 
 Trees get ordinal-encoded categoricals; KNN standardised numerics only; LR (LogisticRegression or
 Ridge; LR_L1: LogisticRegression with penalty l1 by saga, or Lasso) standardised numerics plus
@@ -88,7 +88,8 @@ def main():
     bench = os.path.join(args.build, "bench", "family_bench")
     if not os.access(bench, os.X_OK):
         sys.exit(f"family_bench not found at {bench}; build first (make build)")
-    folder = os.path.join(ROOT, "..", "shared", "datasets")
+    folder = os.environ.get("TABFORGE_DATASETS_DIR") or os.path.join(ROOT, "..", "shared",
+                                                                      "datasets")
     prefix = realtime_prefix()
     version = tuple(int(part) for part in sklearn.__version__.split(".")[:2])
     # Missing numeric values reach the trees as NaN where scikit-learn supports it.

@@ -16,8 +16,11 @@ namespace tabforge::forest {
 namespace {
 
 // Extremely randomized trees: nodes of at most this many rows send rows left by their bins'
-// smallest values and search for the cut's bin only when the split is kept.
+// smallest values and search for the cut's bin only for the node's chosen split.
 constexpr std::int64_t kSearchedNodeRows = 64;
+// Extremely randomized trees trying most features at a node gather every feature's bins of
+// nodes up to this many rows at once (bounding the scratch to this many rows of bins).
+constexpr std::int64_t kGatheredNodeRows = std::int64_t(1) << 16;
 
 using kernels::ChildNodeKey;
 using kernels::kFeatureOrderStream;
@@ -91,6 +94,12 @@ struct ForestTreeGrower::Candidate {
   tree::LeafSplit split;  // feature < 0: none
   double improvement = -std::numeric_limits<double>::infinity();
   std::int64_t left_rows = 0;  // distinct rows going left
+  // Extremely randomized trees on a small node: the cut bin of the drawn threshold is searched
+  // for once, for the node's best split, not for every feature that beats the best so far.
+  const double* cut_lows = nullptr;  // non-null: split.threshold_bin is still to be searched
+  int cut_low_bin = 0;
+  int cut_high_bin = 0;
+  double cut_drawn = 0;
 };
 
 // Per leaf of the tree being grown: its rows [begin, end) of order_, depth and pending split.
@@ -171,6 +180,7 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
   if (!(improvement > best.improvement)) return false;
   best.improvement = improvement;
   best.left_rows = left_rows;
+  best.cut_lows = nullptr;
   tree::LeafSplit& split = best.split;
   split.gain = improvement;
   split.feature = feature;
@@ -180,21 +190,78 @@ bool ForestTreeGrower::Keep(const double* left, std::int64_t left_rows, const do
   return true;
 }
 
+double ForestTreeGrower::TwoRowCeiling(const double* parent, double parent_score) {
+  // Each row alone on the left, its sums as TryExtraTreesOf's sweep forms them when no row
+  // is missing, scored as Keep scores them.
+  double* left = left_.data();
+  double* right = right_.data();
+  double ceiling = -std::numeric_limits<double>::infinity();
+  for (int index = 0; index < 2; ++index) {
+    std::fill(left, left + width_, 0.0);
+    const std::uint32_t weight = node_count_[static_cast<std::size_t>(index)];
+    if (data_.targets != nullptr) {
+      left[0] = static_cast<double>(std::uint64_t(weight));
+      left[1] =
+          static_cast<double>(node_units_[static_cast<std::size_t>(index)]) * data_.value_unit;
+    } else {
+      const std::int32_t label = node_class_[static_cast<std::size_t>(index)];
+      if (width_ == 2) {
+        const std::uint64_t ones = std::uint64_t(weight) * std::uint64_t(label != 0);
+        left[0] = static_cast<double>(std::uint64_t(weight) - ones);
+        left[1] = static_cast<double>(ones);
+      } else {
+        left[label] = static_cast<double>(std::uint64_t(weight));
+      }
+    }
+    for (int k = 0; k < width_; ++k) right[k] = parent[k] - left[k];
+    ceiling = std::max(ceiling, Score(left) + Score(right) - parent_score);
+  }
+  return ceiling;
+}
+
+bool ForestTreeGrower::RowsMissing(int feature, std::int64_t begin, std::int64_t end) const {
+  const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
+  if (feature_bins.categorical) return false;  // missing is a category of its own
+  const int missing_bin = feature_bins.missing_bin();
+  const BinColumn column(*data_.bins, feature);
+  for (std::int64_t at = begin; at < end; ++at) {
+    if (column(order_[at]) == missing_bin) return true;
+  }
+  return false;
+}
+
 bool ForestTreeGrower::TryExtraTrees(int feature, std::int64_t begin, std::int64_t end,
                                      const double* parent, double parent_score,
-                                     std::uint64_t node_key, Candidate& best) {
+                                     std::uint64_t node_key, const std::uint16_t* gathered,
+                                     Candidate& best) {
   const tree::BinMatrix& matrix = *data_.bins;
   // The passes read the node's bins through local pointers, one instantiation per cell width.
   return matrix.wide() ? TryExtraTreesOf(matrix.bins16.data() + feature, feature, begin, end,
-                                         parent, parent_score, node_key, best)
+                                         parent, parent_score, node_key, gathered, best)
                        : TryExtraTreesOf(matrix.bins8.data() + feature, feature, begin, end, parent,
-                                         parent_score, node_key, best);
+                                         parent_score, node_key, gathered, best);
+}
+
+template <typename Bin>
+void ForestTreeGrower::GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end) {
+  const auto features = static_cast<std::size_t>(data_.bins->num_features);
+  const auto count = static_cast<std::size_t>(end - begin);
+  const std::int32_t* rows = order_.data() + begin;
+  std::uint16_t* columns = node_columns_.data();
+  // Row by row: each row's bins share a cache line or two, read once for all features.
+  for (std::size_t index = 0; index < count; ++index) {
+    const Bin* row = bins + static_cast<std::size_t>(rows[index]) * features;
+    for (std::size_t feature = 0; feature < features; ++feature) {
+      columns[feature * count + index] = row[feature];
+    }
+  }
 }
 
 template <typename Bin>
 bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin,
                                        std::int64_t end, const double* parent, double parent_score,
-                                       std::uint64_t node_key, Candidate& best) {
+                                       std::uint64_t node_key, const std::uint16_t* gathered,
+                                       Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const bool categorical = feature_bins.categorical;
   const int width = width_;
@@ -206,22 +273,43 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
   const double* values = node_value_.data();
   const std::int32_t* classes = node_class_.data();
   const std::int64_t count = end - begin;
-  // The first pass gathers the node's bins into node_bins_, which the second reads in order.
-  std::uint16_t* node_bins = node_bins_.data();
+  // The first pass gathers the node's bins into node_bins_ (unless FindSplit gathered every
+  // feature's: `gathered`), which the second reads in order.
+  const std::uint16_t* node_bins = gathered != nullptr ? gathered : node_bins_.data();
   auto bin_at = [&](std::int64_t index) -> int { return node_bins[index]; };
   // The node's smallest and largest value bins: no histogram is needed, only one threshold. A
   // categorical feature's bins are all values (missing is a category: its last bin).
   const int missing_bin = categorical ? -1 : feature_bins.missing_bin();
   int low_bin = feature_bins.num_bins, high_bin = -1;
   std::int64_t missing_rows = 0;
-  for (std::int64_t index = 0; index < count; ++index) {
-    const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
-    node_bins[index] = static_cast<std::uint16_t>(bin);
+  auto range = [&](int bin) {
     if (bin == missing_bin) {
       ++missing_rows;
     } else {
       low_bin = std::min(low_bin, bin);
       high_bin = std::max(high_bin, bin);
+    }
+  };
+  if (gathered != nullptr) {
+    // Branch-free, so the compiler can vectorize it: missing bins leave the range as it is.
+    int low = low_bin, high = high_bin;
+    std::int64_t missing = 0;
+    for (std::int64_t index = 0; index < count; ++index) {
+      const int bin = gathered[index];
+      const bool is_missing = bin == missing_bin;
+      missing += is_missing;
+      low = std::min(low, is_missing ? feature_bins.num_bins : bin);
+      high = std::max(high, is_missing ? -1 : bin);
+    }
+    low_bin = low;
+    high_bin = high;
+    missing_rows = missing;
+  } else {
+    std::uint16_t* into = node_bins_.data();
+    for (std::int64_t index = 0; index < count; ++index) {
+      const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
+      into[index] = static_cast<std::uint16_t>(bin);
+      range(bin);
     }
   }
   // One value with missing ones is not constant: scikit-learn's RandomSplitter draws the
@@ -248,7 +336,7 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
     // The search for the cut's bin is a chain of dependent loads: a small node instead sends
     // each row left by its own bin's smallest value (bin b > low_bin is at most the cut exactly
     // when lows[b] is below the draw, the smallest values rising with the bins), and the cut is
-    // searched for only when the split is kept.
+    // searched for only for the split the node chooses (FindSplit).
     if (count > kSearchedNodeRows) {
       threshold = kernels::DrawnCutBin(lows, low_bin, high_bin, drawn);
     } else {
@@ -358,9 +446,13 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
       bits[word] = 0;
     }
     best.split.threshold_bin = 0;
+  } else if (threshold_known) {
+    best.split.threshold_bin = threshold;
   } else {
-    best.split.threshold_bin =
-        threshold_known ? threshold : kernels::DrawnCutBin(lows, low_bin, high_bin, drawn);
+    best.cut_lows = lows;
+    best.cut_low_bin = low_bin;
+    best.cut_high_bin = high_bin;
+    best.cut_drawn = drawn;
   }
   return true;
 }
@@ -590,6 +682,27 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // until a valid split is found.
   const int features = static_cast<int>(feature_order_.size());
   for (int feature = 0; feature < features; ++feature) feature_order_[feature] = feature;
+  // Extremely randomized trees on a node of two rows: a split sends one row each way, and
+  // without missing values its improvement is one of two numbers (which row goes left). Once
+  // the best split reaches the larger, no feature both rows hold a value of can beat it: those
+  // are not tried. (The features' constant flags would only serve the children, which are
+  // leaves.)
+  const bool two_rows = spec_.extra_trees && count == 2;
+  // Extremely randomized trees trying most features at each node: the node's bins of every
+  // feature are gathered at once (a row's bins are adjacent) instead of feature by feature.
+  const std::uint16_t* gathered = nullptr;
+  if (spec_.extra_trees && 2 * spec_.features_per_node >= features && !two_rows &&
+      count <= kGatheredNodeRows) {
+    const tree::BinMatrix& matrix = *data_.bins;
+    if (matrix.wide()) {
+      GatherNodeBinsOf(matrix.bins16.data(), begin, end);
+    } else {
+      GatherNodeBinsOf(matrix.bins8.data(), begin, end);
+    }
+    gathered = node_columns_.data();
+  }
+  const double two_row_ceiling =
+      two_rows ? TwoRowCeiling(parent, parent_score) : std::numeric_limits<double>::infinity();
   for (int at = 0; at < features; ++at) {
     if (at >= spec_.features_per_node && best.split.valid()) break;
     const std::uint64_t pick =
@@ -597,10 +710,22 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     std::swap(feature_order_[at], feature_order_[pick]);
     const int feature = feature_order_[at];
     if (constant[feature]) continue;
+    if (two_rows && best.split.valid() && !(two_row_ceiling > best.improvement) &&
+        !RowsMissing(feature, begin, end)) {
+      continue;
+    }
     const bool varies =
-        spec_.extra_trees ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key, best)
-                          : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
+        spec_.extra_trees
+            ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key,
+                            gathered != nullptr ? gathered + std::size_t(feature) * count : nullptr,
+                            best)
+            : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
     if (!varies) constant.Set(feature);
+  }
+  if (best.split.valid() && best.cut_lows != nullptr) {
+    best.split.threshold_bin =
+        kernels::DrawnCutBin(best.cut_lows, best.cut_low_bin, best.cut_high_bin, best.cut_drawn);
+    best.cut_lows = nullptr;
   }
   if (best.split.valid()) {
     // scikit-learn's min_impurity_decrease: the weighted impurity decrease per root weight;
@@ -624,6 +749,10 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   spare_.resize(order_.size());
   node_bins_.resize(order_.size());
   const auto num_rows = static_cast<std::int64_t>(order_.size());
+  if (spec_.extra_trees && 2 * spec_.features_per_node >= static_cast<int>(feature_order_.size())) {
+    node_columns_.resize(static_cast<std::size_t>(std::min(num_rows, kGatheredNodeRows)) *
+                         feature_order_.size());
+  }
   {
     std::vector<double> sums(static_cast<std::size_t>(width_));
     NodeSums(0, num_rows, sums.data());

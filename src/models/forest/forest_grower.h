@@ -101,13 +101,23 @@ class ForestTreeGrower {
                   double parent_score, std::uint64_t node_key, Candidate& best);
   // TryFeature for extremely randomized trees: two passes over the rows (the value or category
   // range, then the sums left of the one drawn threshold), no histogram.
+  // `gathered`: the node's bins of the feature in row order, or null to gather them here.
   bool TryExtraTrees(int feature, std::int64_t begin, std::int64_t end, const double* parent,
-                     double parent_score, std::uint64_t node_key, Candidate& best);
+                     double parent_score, std::uint64_t node_key, const std::uint16_t* gathered,
+                     Candidate& best);
+  // The node's bins of every feature into node_columns_, feature after feature.
+  template <typename Bin>
+  void GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end);
+  // The largest improvement a split of a two-row node can make when neither row is missing
+  // the feature (one row on each side, scored as TryExtraTrees scores them).
+  double TwoRowCeiling(const double* parent, double parent_score);
+  // Whether a row of order_[begin, end) is missing `feature` (numeric features only).
+  bool RowsMissing(int feature, std::int64_t begin, std::int64_t end) const;
   // Its body for one bin width (`column_bins`: the feature's first cell of the row-major bins).
   template <typename Bin>
   bool TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin, std::int64_t end,
                        const double* parent, double parent_score, std::uint64_t node_key,
-                       Candidate& best);
+                       const std::uint16_t* gathered, Candidate& best);
   // Makes the split with left sums `left` (the right ones are parent - left) `best` when it
   // improves more; returns whether it did (the caller then sets the threshold or bin set).
   bool Keep(const double* left, std::int64_t left_rows, const double* parent, double parent_score,
@@ -144,7 +154,8 @@ class ForestTreeGrower {
   std::vector<double> parent_missing_;
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
-  std::vector<std::uint16_t> node_bins_;  // extremely randomized trees: one feature's node bins
+  std::vector<std::uint16_t> node_bins_;     // extremely randomized trees: one feature's node bins
+  std::vector<std::uint16_t> node_columns_;  // or every feature's (GatherNodeBinsOf)
   std::vector<int> feature_order_;
   std::vector<Leaf> leaves_;  // the tree's leaves while growing (Grow)
 };
