@@ -243,16 +243,22 @@ bool ForestTreeGrower::TryExtraTrees(int feature, std::int64_t begin, std::int64
 }
 
 template <typename Bin>
-void ForestTreeGrower::GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end) {
-  const auto features = static_cast<std::size_t>(data_.bins->num_features);
+void ForestTreeGrower::GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end,
+                                        int gathered) {
+  const auto stride = static_cast<std::size_t>(data_.bins->num_features);
   const auto count = static_cast<std::size_t>(end - begin);
   const std::int32_t* rows = order_.data() + begin;
   std::uint16_t* columns = node_columns_.data();
+  // The gathered features' offsets in a row, by slot.
+  int* offsets = gathered_offsets_.data();
+  for (int feature = 0; feature < static_cast<int>(stride); ++feature) {
+    if (gathered_slot_[feature] >= 0) offsets[gathered_slot_[feature]] = feature;
+  }
   // Row by row: each row's bins share a cache line or two, read once for all features.
   for (std::size_t index = 0; index < count; ++index) {
-    const Bin* row = bins + static_cast<std::size_t>(rows[index]) * features;
-    for (std::size_t feature = 0; feature < features; ++feature) {
-      columns[feature * count + index] = row[feature];
+    const Bin* row = bins + static_cast<std::size_t>(rows[index]) * stride;
+    for (int slot = 0; slot < gathered; ++slot) {
+      columns[std::size_t(slot) * count + index] = row[offsets[slot]];
     }
   }
 }
@@ -688,39 +694,51 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // are not tried. (The features' constant flags would only serve the children, which are
   // leaves.)
   const bool two_rows = spec_.extra_trees && count == 2;
-  // Extremely randomized trees trying most features at each node: the node's bins of every
-  // feature are gathered at once (a row's bins are adjacent) instead of feature by feature.
-  const std::uint16_t* gathered = nullptr;
-  if (spec_.extra_trees && 2 * spec_.features_per_node >= features && !two_rows &&
-      count <= kGatheredNodeRows) {
+  // The order's first features_per_node draws are made ahead: extremely randomized trees try
+  // every one of them not known to be constant, and gather the node's bins of those features in
+  // one pass over its rows (a row's bins are adjacent) instead of one pass a feature.
+  const int drawn_ahead = std::min(spec_.features_per_node, features);
+  auto draw = [&](int at) {
+    const std::uint64_t pick =
+        at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
+    std::swap(feature_order_[at], feature_order_[pick]);
+  };
+  for (int at = 0; at < drawn_ahead; ++at) draw(at);
+  int gathered_features = 0;
+  if (spec_.extra_trees && !two_rows && count <= kGatheredNodeRows) {
+    for (int at = 0; at < drawn_ahead; ++at) {
+      const int feature = feature_order_[at];
+      if (!constant[feature]) gathered_slot_[feature] = gathered_features++;
+    }
     const tree::BinMatrix& matrix = *data_.bins;
     if (matrix.wide()) {
-      GatherNodeBinsOf(matrix.bins16.data(), begin, end);
+      GatherNodeBinsOf(matrix.bins16.data(), begin, end, gathered_features);
     } else {
-      GatherNodeBinsOf(matrix.bins8.data(), begin, end);
+      GatherNodeBinsOf(matrix.bins8.data(), begin, end, gathered_features);
     }
-    gathered = node_columns_.data();
   }
   const double two_row_ceiling =
       two_rows ? TwoRowCeiling(parent, parent_score) : std::numeric_limits<double>::infinity();
   for (int at = 0; at < features; ++at) {
     if (at >= spec_.features_per_node && best.split.valid()) break;
-    const std::uint64_t pick =
-        at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
-    std::swap(feature_order_[at], feature_order_[pick]);
+    if (at >= drawn_ahead) draw(at);
     const int feature = feature_order_[at];
     if (constant[feature]) continue;
     if (two_rows && best.split.valid() && !(two_row_ceiling > best.improvement) &&
         !RowsMissing(feature, begin, end)) {
       continue;
     }
+    const int slot = gathered_features > 0 ? gathered_slot_[feature] : -1;
     const bool varies =
         spec_.extra_trees
             ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key,
-                            gathered != nullptr ? gathered + std::size_t(feature) * count : nullptr,
+                            slot >= 0 ? node_columns_.data() + std::size_t(slot) * count : nullptr,
                             best)
             : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
     if (!varies) constant.Set(feature);
+  }
+  for (int at = 0; gathered_features > 0 && at < drawn_ahead; ++at) {
+    gathered_slot_[feature_order_[at]] = -1;
   }
   if (best.split.valid() && best.cut_lows != nullptr) {
     best.split.threshold_bin =
@@ -749,9 +767,14 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   spare_.resize(order_.size());
   node_bins_.resize(order_.size());
   const auto num_rows = static_cast<std::int64_t>(order_.size());
-  if (spec_.extra_trees && 2 * spec_.features_per_node >= static_cast<int>(feature_order_.size())) {
+  if (spec_.extra_trees) {
+    const std::size_t features = feature_order_.size();
+    const auto drawn_ahead = static_cast<std::size_t>(
+        std::clamp(spec_.features_per_node, 0, static_cast<int>(features)));
     node_columns_.resize(static_cast<std::size_t>(std::min(num_rows, kGatheredNodeRows)) *
-                         feature_order_.size());
+                         drawn_ahead);
+    gathered_slot_.assign(features, -1);
+    gathered_offsets_.resize(features);
   }
   {
     std::vector<double> sums(static_cast<std::size_t>(width_));

@@ -105,9 +105,10 @@ class ForestTreeGrower {
   bool TryExtraTrees(int feature, std::int64_t begin, std::int64_t end, const double* parent,
                      double parent_score, std::uint64_t node_key, const std::uint16_t* gathered,
                      Candidate& best);
-  // The node's bins of every feature into node_columns_, feature after feature.
+  // The node's bins of the `gathered` features with a slot (gathered_slot_) into node_columns_,
+  // slot after slot.
   template <typename Bin>
-  void GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end);
+  void GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end, int gathered);
   // The largest improvement a split of a two-row node can make when neither row is missing
   // the feature (one row on each side, scored as TryExtraTrees scores them).
   double TwoRowCeiling(const double* parent, double parent_score);
@@ -155,7 +156,9 @@ class ForestTreeGrower {
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
   std::vector<std::uint16_t> node_bins_;     // extremely randomized trees: one feature's node bins
-  std::vector<std::uint16_t> node_columns_;  // or every feature's (GatherNodeBinsOf)
+  std::vector<std::uint16_t> node_columns_;  // or several features' (GatherNodeBinsOf)
+  std::vector<int> gathered_slot_;           // per feature: its slot there, or -1
+  std::vector<int> gathered_offsets_;        // per slot: the feature
   std::vector<int> feature_order_;
   std::vector<Leaf> leaves_;  // the tree's leaves while growing (Grow)
 };
