@@ -18,9 +18,6 @@ namespace {
 // Extremely randomized trees: nodes of at most this many rows send rows left by their bins'
 // smallest values and search for the cut's bin only for the node's chosen split.
 constexpr std::int64_t kSearchedNodeRows = 64;
-// Extremely randomized trees trying most features at a node gather every feature's bins of
-// nodes up to this many rows at once (bounding the scratch to this many rows of bins).
-constexpr std::int64_t kGatheredNodeRows = std::int64_t(1) << 16;
 
 using kernels::ChildNodeKey;
 using kernels::kFeatureOrderStream;
@@ -232,42 +229,19 @@ bool ForestTreeGrower::RowsMissing(int feature, std::int64_t begin, std::int64_t
 
 bool ForestTreeGrower::TryExtraTrees(int feature, std::int64_t begin, std::int64_t end,
                                      const double* parent, double parent_score,
-                                     std::uint64_t node_key, const std::uint16_t* gathered,
-                                     Candidate& best) {
+                                     std::uint64_t node_key, Candidate& best) {
   const tree::BinMatrix& matrix = *data_.bins;
   // The passes read the node's bins through local pointers, one instantiation per cell width.
   return matrix.wide() ? TryExtraTreesOf(matrix.bins16.data() + feature, feature, begin, end,
-                                         parent, parent_score, node_key, gathered, best)
+                                         parent, parent_score, node_key, best)
                        : TryExtraTreesOf(matrix.bins8.data() + feature, feature, begin, end, parent,
-                                         parent_score, node_key, gathered, best);
-}
-
-template <typename Bin>
-void ForestTreeGrower::GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end,
-                                        int gathered) {
-  const auto stride = static_cast<std::size_t>(data_.bins->num_features);
-  const auto count = static_cast<std::size_t>(end - begin);
-  const std::int32_t* rows = order_.data() + begin;
-  std::uint16_t* columns = node_columns_.data();
-  // The gathered features' offsets in a row, by slot.
-  int* offsets = gathered_offsets_.data();
-  for (int feature = 0; feature < static_cast<int>(stride); ++feature) {
-    if (gathered_slot_[feature] >= 0) offsets[gathered_slot_[feature]] = feature;
-  }
-  // Row by row: each row's bins share a cache line or two, read once for all features.
-  for (std::size_t index = 0; index < count; ++index) {
-    const Bin* row = bins + static_cast<std::size_t>(rows[index]) * stride;
-    for (int slot = 0; slot < gathered; ++slot) {
-      columns[std::size_t(slot) * count + index] = row[offsets[slot]];
-    }
-  }
+                                         parent_score, node_key, best);
 }
 
 template <typename Bin>
 bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin,
                                        std::int64_t end, const double* parent, double parent_score,
-                                       std::uint64_t node_key, const std::uint16_t* gathered,
-                                       Candidate& best) {
+                                       std::uint64_t node_key, Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const bool categorical = feature_bins.categorical;
   const int width = width_;
@@ -279,43 +253,22 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
   const double* values = node_value_.data();
   const std::int32_t* classes = node_class_.data();
   const std::int64_t count = end - begin;
-  // The first pass gathers the node's bins into node_bins_ (unless FindSplit gathered every
-  // feature's: `gathered`), which the second reads in order.
-  const std::uint16_t* node_bins = gathered != nullptr ? gathered : node_bins_.data();
+  // The first pass gathers the node's bins into node_bins_, which the second reads in order.
+  std::uint16_t* node_bins = node_bins_.data();
   auto bin_at = [&](std::int64_t index) -> int { return node_bins[index]; };
   // The node's smallest and largest value bins: no histogram is needed, only one threshold. A
   // categorical feature's bins are all values (missing is a category: its last bin).
   const int missing_bin = categorical ? -1 : feature_bins.missing_bin();
   int low_bin = feature_bins.num_bins, high_bin = -1;
   std::int64_t missing_rows = 0;
-  auto range = [&](int bin) {
+  for (std::int64_t index = 0; index < count; ++index) {
+    const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
+    node_bins[index] = static_cast<std::uint16_t>(bin);
     if (bin == missing_bin) {
       ++missing_rows;
     } else {
       low_bin = std::min(low_bin, bin);
       high_bin = std::max(high_bin, bin);
-    }
-  };
-  if (gathered != nullptr) {
-    // Branch-free, so the compiler can vectorize it: missing bins leave the range as it is.
-    int low = low_bin, high = high_bin;
-    std::int64_t missing = 0;
-    for (std::int64_t index = 0; index < count; ++index) {
-      const int bin = gathered[index];
-      const bool is_missing = bin == missing_bin;
-      missing += is_missing;
-      low = std::min(low, is_missing ? feature_bins.num_bins : bin);
-      high = std::max(high, is_missing ? -1 : bin);
-    }
-    low_bin = low;
-    high_bin = high;
-    missing_rows = missing;
-  } else {
-    std::uint16_t* into = node_bins_.data();
-    for (std::int64_t index = 0; index < count; ++index) {
-      const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
-      into[index] = static_cast<std::uint16_t>(bin);
-      range(bin);
     }
   }
   // One value with missing ones is not constant: scikit-learn's RandomSplitter draws the
@@ -694,51 +647,23 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // are not tried. (The features' constant flags would only serve the children, which are
   // leaves.)
   const bool two_rows = spec_.extra_trees && count == 2;
-  // The order's first features_per_node draws are made ahead: extremely randomized trees try
-  // every one of them not known to be constant, and gather the node's bins of those features in
-  // one pass over its rows (a row's bins are adjacent) instead of one pass a feature.
-  const int drawn_ahead = std::min(spec_.features_per_node, features);
-  auto draw = [&](int at) {
-    const std::uint64_t pick =
-        at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
-    std::swap(feature_order_[at], feature_order_[pick]);
-  };
-  for (int at = 0; at < drawn_ahead; ++at) draw(at);
-  int gathered_features = 0;
-  if (spec_.extra_trees && !two_rows && count <= kGatheredNodeRows) {
-    for (int at = 0; at < drawn_ahead; ++at) {
-      const int feature = feature_order_[at];
-      if (!constant[feature]) gathered_slot_[feature] = gathered_features++;
-    }
-    const tree::BinMatrix& matrix = *data_.bins;
-    if (matrix.wide()) {
-      GatherNodeBinsOf(matrix.bins16.data(), begin, end, gathered_features);
-    } else {
-      GatherNodeBinsOf(matrix.bins8.data(), begin, end, gathered_features);
-    }
-  }
   const double two_row_ceiling =
       two_rows ? TwoRowCeiling(parent, parent_score) : std::numeric_limits<double>::infinity();
   for (int at = 0; at < features; ++at) {
     if (at >= spec_.features_per_node && best.split.valid()) break;
-    if (at >= drawn_ahead) draw(at);
+    const std::uint64_t pick =
+        at + KeyedBelow(order_key_, node_key * 65537 + at, std::uint64_t(features - at));
+    std::swap(feature_order_[at], feature_order_[pick]);
     const int feature = feature_order_[at];
     if (constant[feature]) continue;
     if (two_rows && best.split.valid() && !(two_row_ceiling > best.improvement) &&
         !RowsMissing(feature, begin, end)) {
       continue;
     }
-    const int slot = gathered_features > 0 ? gathered_slot_[feature] : -1;
     const bool varies =
-        spec_.extra_trees
-            ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key,
-                            slot >= 0 ? node_columns_.data() + std::size_t(slot) * count : nullptr,
-                            best)
-            : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
+        spec_.extra_trees ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key, best)
+                          : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
     if (!varies) constant.Set(feature);
-  }
-  for (int at = 0; gathered_features > 0 && at < drawn_ahead; ++at) {
-    gathered_slot_[feature_order_[at]] = -1;
   }
   if (best.split.valid() && best.cut_lows != nullptr) {
     best.split.threshold_bin =
@@ -767,15 +692,6 @@ tree::Tree ForestTreeGrower::Grow(std::vector<std::int32_t>& rows, const std::ui
   spare_.resize(order_.size());
   node_bins_.resize(order_.size());
   const auto num_rows = static_cast<std::int64_t>(order_.size());
-  if (spec_.extra_trees) {
-    const std::size_t features = feature_order_.size();
-    const auto drawn_ahead = static_cast<std::size_t>(
-        std::clamp(spec_.features_per_node, 0, static_cast<int>(features)));
-    node_columns_.resize(static_cast<std::size_t>(std::min(num_rows, kGatheredNodeRows)) *
-                         drawn_ahead);
-    gathered_slot_.assign(features, -1);
-    gathered_offsets_.resize(features);
-  }
   {
     std::vector<double> sums(static_cast<std::size_t>(width_));
     NodeSums(0, num_rows, sums.data());

@@ -101,14 +101,8 @@ class ForestTreeGrower {
                   double parent_score, std::uint64_t node_key, Candidate& best);
   // TryFeature for extremely randomized trees: two passes over the rows (the value or category
   // range, then the sums left of the one drawn threshold), no histogram.
-  // `gathered`: the node's bins of the feature in row order, or null to gather them here.
   bool TryExtraTrees(int feature, std::int64_t begin, std::int64_t end, const double* parent,
-                     double parent_score, std::uint64_t node_key, const std::uint16_t* gathered,
-                     Candidate& best);
-  // The node's bins of the `gathered` features with a slot (gathered_slot_) into node_columns_,
-  // slot after slot.
-  template <typename Bin>
-  void GatherNodeBinsOf(const Bin* bins, std::int64_t begin, std::int64_t end, int gathered);
+                     double parent_score, std::uint64_t node_key, Candidate& best);
   // The largest improvement a split of a two-row node can make when neither row is missing
   // the feature (one row on each side, scored as TryExtraTrees scores them).
   double TwoRowCeiling(const double* parent, double parent_score);
@@ -118,7 +112,7 @@ class ForestTreeGrower {
   template <typename Bin>
   bool TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin, std::int64_t end,
                        const double* parent, double parent_score, std::uint64_t node_key,
-                       const std::uint16_t* gathered, Candidate& best);
+                       Candidate& best);
   // Makes the split with left sums `left` (the right ones are parent - left) `best` when it
   // improves more; returns whether it did (the caller then sets the threshold or bin set).
   bool Keep(const double* left, std::int64_t left_rows, const double* parent, double parent_score,
@@ -155,10 +149,7 @@ class ForestTreeGrower {
   std::vector<double> parent_missing_;
   std::vector<double> right_;
   std::vector<std::int32_t> spare_;
-  std::vector<std::uint16_t> node_bins_;     // extremely randomized trees: one feature's node bins
-  std::vector<std::uint16_t> node_columns_;  // or several features' (GatherNodeBinsOf)
-  std::vector<int> gathered_slot_;           // per feature: its slot there, or -1
-  std::vector<int> gathered_offsets_;        // per slot: the feature
+  std::vector<std::uint16_t> node_bins_;  // extremely randomized trees: one feature's node bins
   std::vector<int> feature_order_;
   std::vector<Leaf> leaves_;  // the tree's leaves while growing (Grow)
 };
