@@ -110,7 +110,6 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     }
   }
   TrainingRows data;
-  data.bins = &bins;
   data.mapper = &model.mapper_;
   data.bin_lows = &bin_lows;
   data.classes = regression ? nullptr : classes.data();
@@ -351,6 +350,9 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     }
   }
   if (!on_device) {
+    // The CPU's growers read the bins feature by feature (ColumnBins).
+    const ColumnBins columns = ColumnBins::Of(bins, thread_count);
+    data.bins = &columns;
 #pragma omp parallel num_threads(thread_count)
     {
       ForestTreeGrower grower(data, spec);

@@ -35,25 +35,49 @@ bool TestBit(const std::vector<std::uint32_t>& bits, int bin) {
   return word < bits.size() && ((bits[word] >> (bin % 32)) & 1u);
 }
 
-// One feature's bins in the row-major bin matrix, by row.
+// One feature's bins, by row.
 class BinColumn {
  public:
-  BinColumn(const tree::BinMatrix& bins, int feature)
-      : narrow_(bins.wide() ? nullptr : bins.bins8.data() + feature),
-        wide_(bins.wide() ? bins.bins16.data() + feature : nullptr),
-        stride_(static_cast<std::size_t>(bins.num_features)) {}
-  int operator()(std::int32_t row) const {
-    const std::size_t at = static_cast<std::size_t>(row) * stride_;
-    return narrow_ != nullptr ? narrow_[at] : wide_[at];
+  BinColumn(const ColumnBins& bins, int feature)
+      : narrow_(bins.wide() ? nullptr : bins.bins8.data() + Offset(bins, feature)),
+        wide_(bins.wide() ? bins.bins16.data() + Offset(bins, feature) : nullptr) {}
+  int operator()(std::int32_t row) const { return narrow_ != nullptr ? narrow_[row] : wide_[row]; }
+
+  static std::size_t Offset(const ColumnBins& bins, int feature) {
+    return static_cast<std::size_t>(feature) * static_cast<std::size_t>(bins.num_rows);
   }
 
  private:
   const std::uint8_t* narrow_;
   const std::uint16_t* wide_;
-  std::size_t stride_;
 };
 
 }  // namespace
+
+ColumnBins ColumnBins::Of(const tree::BinMatrix& bins, int threads) {
+  ColumnBins columns;
+  columns.num_rows = bins.num_rows;
+  columns.num_features = bins.num_features;
+  const auto rows = static_cast<std::size_t>(bins.num_rows);
+  const auto features = static_cast<std::size_t>(bins.num_features);
+  auto transpose = [&](const auto& from, auto& to) {
+    to.resize(rows * features);
+    Context context;
+    context.num_threads = threads;
+#pragma omp parallel for num_threads(context.Threads()) schedule(static)
+    for (std::size_t feature = 0; feature < features; ++feature) {
+      for (std::size_t row = 0; row < rows; ++row) {
+        to[feature * rows + row] = from[row * features + feature];
+      }
+    }
+  };
+  if (bins.wide()) {
+    transpose(bins.bins16, columns.bins16);
+  } else {
+    transpose(bins.bins8, columns.bins8);
+  }
+  return columns;
+}
 
 std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& features,
                                                  const tree::BinMatrix& bins,
@@ -68,7 +92,7 @@ std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& 
     std::vector<double>& feature_lows = lows[static_cast<std::size_t>(feature)];
     feature_lows.assign(static_cast<std::size_t>(feature_bins.num_bins),
                         std::numeric_limits<double>::infinity());
-    const BinColumn column(bins, feature);
+    auto column = [&](std::int64_t row) { return bins.Bin(feature, row); };
     const float* values = features.NumericColumn(feature);
     for (std::int64_t row = 0; row < features.num_rows; ++row) {
       if (std::isnan(values[row])) continue;
@@ -76,7 +100,7 @@ std::vector<std::vector<double>> BinLowestValues(const features::FeatureMatrix& 
       const double value =
           std::clamp(double(values[row]), -double(std::numeric_limits<float>::max()),
                      double(std::numeric_limits<float>::max()));
-      double& low = feature_lows[static_cast<std::size_t>(column(static_cast<std::int32_t>(row)))];
+      double& low = feature_lows[static_cast<std::size_t>(column(row))];
       low = std::min(low, value);
     }
     for (int bin = 0; bin < feature_bins.missing_bin(); ++bin) {
@@ -230,12 +254,13 @@ bool ForestTreeGrower::RowsMissing(int feature, std::int64_t begin, std::int64_t
 bool ForestTreeGrower::TryExtraTrees(int feature, std::int64_t begin, std::int64_t end,
                                      const double* parent, double parent_score,
                                      std::uint64_t node_key, Candidate& best) {
-  const tree::BinMatrix& matrix = *data_.bins;
+  const ColumnBins& bins = *data_.bins;
+  const std::size_t offset = BinColumn::Offset(bins, feature);
   // The passes read the node's bins through local pointers, one instantiation per cell width.
-  return matrix.wide() ? TryExtraTreesOf(matrix.bins16.data() + feature, feature, begin, end,
-                                         parent, parent_score, node_key, best)
-                       : TryExtraTreesOf(matrix.bins8.data() + feature, feature, begin, end, parent,
-                                         parent_score, node_key, best);
+  return bins.wide() ? TryExtraTreesOf(bins.bins16.data() + offset, feature, begin, end, parent,
+                                       parent_score, node_key, best)
+                     : TryExtraTreesOf(bins.bins8.data() + offset, feature, begin, end, parent,
+                                       parent_score, node_key, best);
 }
 
 template <typename Bin>
@@ -246,7 +271,6 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
   const bool categorical = feature_bins.categorical;
   const int width = width_;
   const bool regression = data_.targets != nullptr;
-  const std::size_t stride = static_cast<std::size_t>(data_.bins->num_features);
   const std::int32_t* rows = order_.data() + begin;
   const double* weights = node_weight_.data();
   const std::uint32_t* counts = node_count_.data();
@@ -262,7 +286,7 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
   int low_bin = feature_bins.num_bins, high_bin = -1;
   std::int64_t missing_rows = 0;
   for (std::int64_t index = 0; index < count; ++index) {
-    const int bin = column_bins[static_cast<std::size_t>(rows[index]) * stride];
+    const int bin = column_bins[rows[index]];
     node_bins[index] = static_cast<std::uint16_t>(bin);
     if (bin == missing_bin) {
       ++missing_rows;

@@ -27,9 +27,23 @@ struct TreeSpec {
   bool extra_trees = false;
 };
 
+// The bin matrix feature by feature (ColumnBins::Of): a node's rows of one feature are read
+// from one column, which stays in cache, where the row-major matrix would spread them over a
+// cache line a row.
+struct ColumnBins {
+  std::int64_t num_rows = 0;
+  int num_features = 0;
+  std::vector<std::uint8_t> bins8;    // up to 256 bins a feature
+  std::vector<std::uint16_t> bins16;  // else
+
+  bool wide() const { return !bins16.empty(); }
+  // The same bins as the row-major `bins`, transposed in parallel over features.
+  static ColumnBins Of(const tree::BinMatrix& bins, int threads);
+};
+
 // The training rows every tree reads (borrowed).
 struct TrainingRows {
-  const tree::BinMatrix* bins = nullptr;
+  const ColumnBins* bins = nullptr;
   const tree::BinMapper* mapper = nullptr;
   const std::int32_t* classes = nullptr;  // classification: the class of each row
   // Regression: the target of each row, centred and made a whole multiple of a unit
@@ -108,7 +122,7 @@ class ForestTreeGrower {
   double TwoRowCeiling(const double* parent, double parent_score);
   // Whether a row of order_[begin, end) is missing `feature` (numeric features only).
   bool RowsMissing(int feature, std::int64_t begin, std::int64_t end) const;
-  // Its body for one bin width (`column_bins`: the feature's first cell of the row-major bins).
+  // Its body for one bin width (`column_bins`: the feature's column of ColumnBins).
   template <typename Bin>
   bool TryExtraTreesOf(const Bin* column_bins, int feature, std::int64_t begin, std::int64_t end,
                        const double* parent, double parent_score, std::uint64_t node_key,

@@ -103,8 +103,9 @@ inline const BatchData& Bind(ParityData& data) {
 // Trees [0, count) grown by ForestTreeGrower on the batch's bootstraps.
 inline void CpuTrees(const BatchData& batch, const std::vector<double>& targets, int count,
                      std::vector<tree::Tree>& trees, std::vector<std::vector<double>>& outputs) {
+  const ColumnBins columns = ColumnBins::Of(*batch.bins, 2);
   TrainingRows rows;
-  rows.bins = batch.bins;
+  rows.bins = &columns;
   rows.mapper = batch.mapper;
   rows.bin_lows = batch.bin_lows;
   rows.classes = batch.classes;
