@@ -272,7 +272,6 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
   const int width = width_;
   const bool regression = data_.targets != nullptr;
   const std::int32_t* rows = order_.data() + begin;
-  const double* weights = node_weight_.data();
   const std::uint32_t* counts = node_count_.data();
   const double* values = node_value_.data();
   const std::int32_t* classes = node_class_.data();
@@ -379,7 +378,7 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
         double* into = bin == missing_bin ? missing : to_left ? left : nullptr;
         if (into == nullptr) continue;
         left_rows += to_left;
-        const double weight = weights[index];
+        const double weight = counts[index];
         if (regression) {
           into[0] += weight;
           into[1] += weight * values[index];
@@ -462,7 +461,7 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
     auto add = [&](std::int64_t index, double* sums, std::int64_t* rows_of) {
       const int bin = bin_at(index);
       ++rows_of[bin];
-      const double weight = node_weight_[index];
+      const double weight = node_count_[index];
       if (regression) {
         sums[bin * 2] += weight;
         sums[bin * 2 + 1] += weight * node_value_[index];
@@ -496,7 +495,7 @@ bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t 
       const int bin = bin_at(index);
       ++bin_rows[bin];
       bits[bin >> 6] |= std::uint64_t(1) << (bin & 63);
-      const double weight = node_weight_[index];
+      const double weight = node_count_[index];
       if (regression) {
         histogram[bin * 2] += weight;
         histogram[bin * 2 + 1] += weight * node_value_[index];
@@ -596,7 +595,6 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
   // and its sums.
   parent_.assign(static_cast<std::size_t>(width_), 0.0);
   double* parent = parent_.data();
-  node_weight_.resize(static_cast<std::size_t>(count));
   node_count_.resize(static_cast<std::size_t>(count));
   if (data_.targets != nullptr) {
     node_value_.resize(static_cast<std::size_t>(count));
@@ -612,7 +610,6 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
       const std::int32_t row = order_[begin + index];
       const std::uint32_t weight = weights_[row];
       const long long units = data_.target_units[row];
-      node_weight_[index] = weight;
       node_count_[index] = weight;
       node_value_[index] = data_.targets[row];
       node_units_[index] = std::int64_t(weight) * units;
@@ -634,7 +631,6 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
         const std::int32_t row = order_[begin + index];
         const std::uint32_t weight = weights_[row];
         const std::int32_t label = data_.classes[row];
-        node_weight_[index] = weight;
         node_count_[index] = weight;
         node_class_[index] = label;
         total += weight;
@@ -646,7 +642,6 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
       for (std::int64_t index = 0; index < count; ++index) {
         const std::int32_t row = order_[begin + index];
         const double weight = weights_[row];
-        node_weight_[index] = weight;
         node_count_[index] = weights_[row];
         node_class_[index] = data_.classes[row];
         parent[data_.classes[row]] += weight;

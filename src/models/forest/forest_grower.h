@@ -146,8 +146,7 @@ class ForestTreeGrower {
   // sums and row counts (zero between uses), the bins the node uses, a partition buffer.
   std::vector<std::int32_t> order_;
   const std::uint32_t* weights_ = nullptr;
-  std::vector<double> node_weight_;
-  std::vector<std::uint32_t> node_count_;  // the same weights as whole counts
+  std::vector<std::uint32_t> node_count_;  // the node's rows' weights (whole bootstrap counts)
   std::vector<double> node_value_;
   std::vector<std::int64_t> node_units_;  // weight times target, in units (regression)
   std::vector<std::int32_t> node_class_;
