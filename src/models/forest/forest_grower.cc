@@ -60,14 +60,21 @@ ColumnBins ColumnBins::Of(const tree::BinMatrix& bins, int threads) {
   columns.num_features = bins.num_features;
   const auto rows = static_cast<std::size_t>(bins.num_rows);
   const auto features = static_cast<std::size_t>(bins.num_features);
+  // By blocks of rows: each block's rows are read once, in order, and written to every column.
+  constexpr std::size_t kBlockRows = 4096;
   auto transpose = [&](const auto& from, auto& to) {
     to.resize(rows * features);
+    const auto blocks = static_cast<std::int64_t>((rows + kBlockRows - 1) / kBlockRows);
     Context context;
     context.num_threads = threads;
 #pragma omp parallel for num_threads(context.Threads()) schedule(static)
-    for (std::size_t feature = 0; feature < features; ++feature) {
-      for (std::size_t row = 0; row < rows; ++row) {
-        to[feature * rows + row] = from[row * features + feature];
+    for (std::int64_t block = 0; block < blocks; ++block) {
+      const std::size_t first = static_cast<std::size_t>(block) * kBlockRows;
+      const std::size_t last = std::min(rows, first + kBlockRows);
+      for (std::size_t row = first; row < last; ++row) {
+        for (std::size_t feature = 0; feature < features; ++feature) {
+          to[feature * rows + row] = from[row * features + feature];
+        }
       }
     }
   };
