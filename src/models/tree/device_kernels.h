@@ -118,6 +118,7 @@ struct GrowState {
   int partition_chunks;           // work items of the batch's kernels
   int histogram_chunks;
   int wide_chunks;
+  int ranked_count;  // open leaves in ranked_keys / ranked_ids
 };
 
 // What the host polls (mapped host memory, written by the selection kernel).
@@ -231,6 +232,10 @@ struct GrowContext {
   int scan_chunks = 1;                  // work items per feature: the most thresholds / kScanChunk
   ScanCandidate* candidates = nullptr;  // 2 * num_leaves * num_features * scan_chunks
   unsigned int* leaf_scans = nullptr;   // 2 * num_leaves: items done per leaf (zero between)
+  // leaf_capacity each: the open leaves' keys and device leaves in best-first order, as the last
+  // selection left them (when splitting ahead).
+  RankKey* ranked_keys = nullptr;
+  int* ranked_ids = nullptr;
 };
 
 // Queues the root: its histogram, sums and best split, and the first batch. `count` rows are

@@ -145,6 +145,7 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   state.error = 0;
   state.selections = 0;
   state.scans_finished = 0;
+  state.ranked_count = 0;
   OpenLeaf(context.leaves[0], 0, count, 0, 0, 0, 0, 0);
   const float none[kPathMinima] = {};
   context.briefs[0] = OpenBrief(none, 0);
@@ -166,33 +167,34 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   context.cursors[1] = static_cast<unsigned long long>(count);
 }
 
-// A device leaf as the selection keeps it in shared memory: its gain, its split's children,
-// whether the tree took its split (kTaken) or holds it as a leaf (kTreeLeaf), and its place in
-// the open leaves (-1: not open).
+// A device leaf as the selection keeps it in shared memory: its gain, its split's children, and
+// whether the tree took its split (kTaken) or holds it as a leaf (kTreeLeaf).
 struct SelectLeaf {
   double gain;
   short left;
   short right;
   short taken;
-  short open_at;
 };
 static_assert(2 * kSlotsPerLeaf * kMaxLeaves < 32768, "device leaves fit a SelectLeaf's shorts");
 
 // The selection's shared memory (dynamic): its copy of every device leaf, the open leaves'
-// ranking keys and ids, the tree leaves' device leaves and gains, and the leaves split ahead by
-// rank.
+// ranking keys and ids as staged (RankedStage: the last selection's order, then the batch's new
+// leaves), the staged entries taken since, the tree leaves' device leaves and gains, the best
+// open leaves in order and the leaves split ahead by rank.
 struct SelectMemory {
   SelectLeaf* leaves;  // leaf_capacity
-  RankKey* keys;       // leaf_capacity: open leaves' keys (zero: taken since)
+  RankKey* keys;       // leaf_capacity
   double* view_gains;  // num_leaves
-  int* open_ids;       // leaf_capacity: open leaves' device leaves
+  int* open_ids;       // leaf_capacity
   int* view_ids;       // num_leaves
   int* by_rank;        // num_leaves
+  int* top_ids;        // num_leaves: the open leaves' device leaves in best-first order
+  int* removed;        // num_leaves: staged entries (indices) the replay took
 };
 
 inline std::size_t SelectMemoryBytes(int num_leaves, int capacity) {
   return static_cast<std::size_t>(capacity) * (sizeof(RankKey) + sizeof(SelectLeaf) + sizeof(int)) +
-         static_cast<std::size_t>(num_leaves) * (sizeof(double) + 2 * sizeof(int));
+         static_cast<std::size_t>(num_leaves) * (sizeof(double) + 4 * sizeof(int));
 }
 
 __device__ inline SelectMemory CarveSelectMemory(void* base, int num_leaves, int capacity) {
@@ -204,6 +206,8 @@ __device__ inline SelectMemory CarveSelectMemory(void* base, int num_leaves, int
   memory.open_ids = reinterpret_cast<int*>(memory.view_gains + num_leaves);
   memory.view_ids = memory.open_ids + capacity;
   memory.by_rank = memory.view_ids + num_leaves;
+  memory.top_ids = memory.by_rank + num_leaves;
+  memory.removed = memory.top_ids + num_leaves;
   return memory;
 }
 
@@ -231,6 +235,10 @@ __device__ inline Record LoadThroughL2(const Record* record) {
 // splits made ahead), up to the splits left to make. The replay runs on copies of the tree
 // leaves and of every device leaf in shared memory.
 //
+// The open leaves (a split found and not taken) are kept in best-first order from one selection
+// to the next (ranked_keys, ranked_ids): a selection drops those its replay took and places the
+// batch's new leaves among the rest (StagedPlace), instead of sorting a few hundred keys.
+//
 // Best-first growth takes leaves in the order of RankKey, so the tree's remaining splits are
 // among the open leaves' best `remaining` by that order, or below them. Splitting those ahead,
 // however deep below the tree's leaves, lets a batch reach a generation further down every
@@ -245,7 +253,8 @@ __device__ void Select(const GrowContext& context) {
   __shared__ int batch_size;
   __shared__ int tree_leaves;
   __shared__ int bad_partition;
-  __shared__ int open_count;
+  __shared__ int fresh_count;
+  __shared__ int removed_count;
   GrowState& state = *context.state;
   const int lane = threadIdx.x % 32;
   if (state.done) {
@@ -254,7 +263,8 @@ __device__ void Select(const GrowContext& context) {
   }
   if (threadIdx.x == 0) {
     bad_partition = 0;
-    open_count = 0;
+    fresh_count = 0;
+    removed_count = 0;
   }
   __syncthreads();
   for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
@@ -266,18 +276,23 @@ __device__ void Select(const GrowContext& context) {
     }
   }
   const int device_leaves = state.device_leaves;
-  // Every device leaf; the open ones (a split possible and not taken) also in the open list.
+  // The last selection's open leaves in order, then the leaves this batch scanned (the newest
+  // device leaves) that may split; every device leaf.
+  const int old_count = context.ahead ? state.ranked_count : 0;
+  const int first_scanned = device_leaves - state.scan_count;
+  for (int at = threadIdx.x; at < old_count; at += blockDim.x) {
+    memory.keys[at] = context.ranked_keys[at];
+    memory.open_ids[at] = context.ranked_ids[at];
+  }
   for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
     const LeafBrief brief = LoadThroughL2(context.briefs + id);
-    SelectLeaf leaf{brief.gain, static_cast<short>(brief.left), static_cast<short>(brief.right),
-                    static_cast<short>(brief.taken), -1};
-    if (brief.taken != kTaken && brief.gain > -INFINITY) {
-      const int at = atomicAdd(&open_count, 1);
-      leaf.open_at = static_cast<short>(at);
+    memory.leaves[id] = SelectLeaf{brief.gain, static_cast<short>(brief.left),
+                                   static_cast<short>(brief.right), static_cast<short>(brief.taken)};
+    if (context.ahead && id >= first_scanned && brief.taken != kTaken && brief.gain > -INFINITY) {
+      const int at = old_count + atomicAdd(&fresh_count, 1);
       memory.open_ids[at] = id;
       memory.keys[at] = RankKeyOf(brief);
     }
-    memory.leaves[id] = leaf;
   }
   const int start_leaves = state.tree_leaves;
   for (int leaf = threadIdx.x; leaf < start_leaves; leaf += blockDim.x) {
@@ -320,7 +335,6 @@ __device__ void Select(const GrowContext& context) {
       if (lane == 0) {
         SelectLeaf& parent = memory.leaves[id];
         parent.taken = kTaken;
-        memory.keys[parent.open_at] = RankKey{0, 0};  // no longer open
         context.briefs[id].taken = kTaken;
         memory.view_ids[chosen] = parent.left;
         memory.view_gains[chosen] = memory.leaves[parent.left].gain;
@@ -395,62 +409,39 @@ __device__ void Select(const GrowContext& context) {
   const int free_slots = context.slots - state.slots_used - remaining;
   const int ahead_room = context.ahead ? min(remaining - 1, free_slots) : 0;
   const int deep_room = min(ahead_room, free_slots - context.num_leaves);
-  if (ahead_room > 0) {
-    // The open leaves in best-first order (RankKey, then device leaf; taken leaves' zero keys
-    // last) by a sorting network: an open leaf's rank is then its place. Only the best
-    // `remaining` may be taken.
-    for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
-    const int open = open_count;
-    const int comparators = SortStepComparators(open);
-    auto exchange = [&](int width, int distance, int index) {
-      int low = 0;
-      int high = 0;
-      SortComparator(width, distance, index, low, high);
-      if (index >= comparators || high >= open) return;
-      const RankKey low_key = memory.keys[low];
-      const RankKey high_key = memory.keys[high];
-      const int low_id = memory.open_ids[low];
-      const int high_id = memory.open_ids[high];
-      if (Sooner(high_key, low_key) || (SameRank(high_key, low_key) && high_id < low_id)) {
-        memory.keys[low] = high_key;
-        memory.keys[high] = low_key;
-        memory.open_ids[low] = high_id;
-        memory.open_ids[high] = low_id;
+  // The open leaves in best-first order (RankKey, then device leaf): the staged entries less
+  // those the replay took, each at its place; kept for the next selection, and the best
+  // `remaining` (only those may be taken) for this one's ranks.
+  int open = 0;
+  if (context.ahead) {
+    for (int at = threadIdx.x; at < old_count; at += blockDim.x) {
+      if (memory.leaves[memory.open_ids[at]].taken == kTaken) {
+        memory.removed[atomicAdd(&removed_count, 1)] = at;
       }
-    };
-    // Steps whose comparators pair items of one aligned run of kSortRun items (distances up to
-    // kSortRun / 2) run warp by warp, a run's 32 comparators a step, with no block barrier:
-    // first every step of widths up to kSortRun, then, for each wider width, its steps at
-    // distances up to kSortRun / 2 after the block-wide ones.
-    constexpr int kSortRun = 64;
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int warps = static_cast<int>(blockDim.x) / 32;
-    auto run_steps = [&](int first_width, int last_width) {
-      for (int run = warp; run * kSortRun < open; run += warps) {
-        for (int width = first_width; width <= last_width && width / 2 < open; width *= 2) {
-          for (int distance = min(width, kSortRun) / 2; distance >= 1; distance /= 2) {
-            exchange(width, distance, run * (kSortRun / 2) + lane);
-            __syncwarp();
-          }
-        }
-      }
-    };
-    run_steps(2, kSortRun);
-    __syncthreads();
-    for (int width = 2 * kSortRun; width / 2 < open; width *= 2) {
-      for (int distance = width / 2; distance >= kSortRun; distance /= 2) {
-        for (int index = threadIdx.x; index < comparators; index += blockDim.x) {
-          exchange(width, distance, index);
-        }
-        __syncthreads();
-      }
-      run_steps(width, width);
-      __syncthreads();
     }
     __syncthreads();
+    const RankedStage stage{memory.keys, memory.open_ids, old_count, fresh_count, memory.removed,
+                            removed_count};
+    const int staged = old_count + stage.fresh;
+    open = staged - stage.removed_count;
+    for (int at = threadIdx.x; at < staged; at += blockDim.x) {
+      const int id = memory.open_ids[at];
+      if (at < old_count && memory.leaves[id].taken == kTaken) continue;
+      const int place = StagedPlace(stage, at);
+      context.ranked_keys[place] = memory.keys[at];
+      context.ranked_ids[place] = id;
+      if (place < remaining) memory.top_ids[place] = id;
+    }
+    if (threadIdx.x == 0) state.ranked_count = open;
+    __syncthreads();
+  }
+  if (ahead_room > 0) {
+    // An open leaf's rank is its place; only the best `remaining` may be taken.
+    for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
+    __syncthreads();
     for (int rank = threadIdx.x; rank < min(open, remaining); rank += blockDim.x) {
-      const int id = memory.open_ids[rank];
-      if (memory.keys[rank].high == 0 || id == chosen_id || memory.leaves[id].left >= 0) continue;
+      const int id = memory.top_ids[rank];
+      if (id == chosen_id || memory.leaves[id].left >= 0) continue;
       const bool tree_leaf = memory.leaves[id].taken == kTreeLeaf;
       if (!tree_leaf && deep_room <= 0) continue;
       // Leaves further down only from the best kDeepAheadPercent: they wait on splits not yet

@@ -66,28 +66,52 @@ TFG_HOST_DEVICE inline RankKey MakeRankKey(const float* path_minima, int count, 
   return RankKey{words[0], words[1]};
 }
 
-// A sorting network over n items (any n), for a block of threads to sort keys in shared memory
-// in O(log^2 n) steps instead of ranking each key against all others: the bitonic network
-// whose merges first compare mirrored pairs, so that every comparator puts the earlier item at
-// the lower index. Items past n count as the latest of all, which no comparator moves, so
-// comparators that reach past n are skipped. Steps go for width = 2, 4, ... up to the
-// power of two at or above n, and within a width for distance = width / 2, ..., 1; a step has
-// SortStepComparators(n) comparators, any of which may run in parallel.
-TFG_HOST_DEVICE inline int SortStepComparators(int n) {
-  int width = 1;
-  while (width < n) width *= 2;
-  return width / 2;
+// A list of open leaves kept in best-first order (RankKey, then id: a total order) from one
+// selection to the next without sorting it again: `keys` and `ids` hold the last order's
+// entries [0, old_count), of which `removed` (removed_count indices, any order) have left it,
+// then `fresh` entries [old_count, old_count + fresh) that join it, in any order. Each kept
+// entry's place in the new order is counted: the old entries before it that stay, and the fresh
+// entries before it (a linear count: a selection adds a few leaves to a few hundred).
+struct RankedStage {
+  const RankKey* keys;
+  const int* ids;
+  int old_count;
+  int fresh;
+  const int* removed;
+  int removed_count;
+};
+
+// Whether entry a comes before entry b.
+TFG_HOST_DEVICE inline bool StagedBefore(const RankedStage& stage, int a, int b) {
+  return Sooner(stage.keys[a], stage.keys[b]) ||
+         (SameRank(stage.keys[a], stage.keys[b]) && stage.ids[a] < stage.ids[b]);
 }
 
-// Comparator `index` of the step (width, distance): the items it orders, low < high; high >= n
-// means the comparator is skipped.
-TFG_HOST_DEVICE inline void SortComparator(int width, int distance, int index, int& low,
-                                           int& high) {
-  const int group = index / distance;
-  const int offset = index - group * distance;
-  const int start = group * 2 * distance;
-  low = start + offset;
-  high = distance == width / 2 ? start + 2 * distance - 1 - offset : low + distance;
+// The place of kept entry `at` in the new order (0 first).
+TFG_HOST_DEVICE inline int StagedPlace(const RankedStage& stage, int at) {
+  // Old entries before it: its own index, or for a fresh entry the first old entry after it
+  // (the old ones are in order).
+  int old_before = at;
+  if (at >= stage.old_count) {
+    int low = 0;
+    int high = stage.old_count;
+    while (low < high) {
+      const int middle = (low + high) / 2;
+      if (StagedBefore(stage, middle, at)) {
+        low = middle + 1;
+      } else {
+        high = middle;
+      }
+    }
+    old_before = low;
+  }
+  int place = old_before;
+  for (int r = 0; r < stage.removed_count; ++r) place -= stage.removed[r] < old_before ? 1 : 0;
+  const int end = stage.old_count + stage.fresh;
+  for (int other = stage.old_count; other < end; ++other) {
+    place += other != at && StagedBefore(stage, other, at) ? 1 : 0;
+  }
+  return place;
 }
 
 }  // namespace tabforge::tree

@@ -113,10 +113,9 @@ TEST(GrowOrder, DeepPathsKeepTheFirstMinimaAndTheirOrder) {
   EXPECT_NE(MakeRankKey(path, 1, 30.0f).high, 0u);
 }
 
-// The sorting network the device's selection ranks open leaves with, run step by step on the
-// host, against std::sort: keys (many equal, some zero: taken leaves) before later ones, equal
-// keys by id, for every count up to 70 and random counts up to 1600.
-TEST(GrowOrder, SortingNetworkOrdersKeysForAnyCount) {
+// A list kept in order from one selection to the next: the last order less the leaves taken
+// since, plus new leaves in any order, placed without a sort, gives the order std::sort gives.
+TEST(GrowOrder, StagedPlacesKeepTheListInOrder) {
   std::mt19937 random(7);
   struct Item {
     RankKey key;
@@ -125,53 +124,56 @@ TEST(GrowOrder, SortingNetworkOrdersKeysForAnyCount) {
   auto before = [](const Item& a, const Item& b) {
     return Sooner(a.key, b.key) || (SameRank(a.key, b.key) && a.id < b.id);
   };
-  std::vector<int> counts;
-  for (int n = 0; n <= 70; ++n) counts.push_back(n);
-  for (int draw = 0; draw < 40; ++draw) counts.push_back(1 + static_cast<int>(random() % 1600));
-  for (const int n : counts) {
-    std::vector<Item> items(static_cast<std::size_t>(n));
-    for (int at = 0; at < n; ++at) {
-      const unsigned long long high = random() % 4 == 0 ? 0 : random() % 9 + 1;
-      items[at] = Item{RankKey{high, high == 0 ? 0 : random() % 3}, at};
+  // Keys with many ties, so that ids often decide.
+  auto draw_key = [&] {
+    const unsigned long long high = random() % 9 + 1;
+    return RankKey{high, random() % 3};
+  };
+  for (int trial = 0; trial < 600; ++trial) {
+    const int old_count = trial < 8 ? trial % 4 : static_cast<int>(random() % 400);
+    const int fresh = trial < 8 ? trial / 4 * 3 : static_cast<int>(random() % 40);
+    std::vector<int> ids(static_cast<std::size_t>(old_count + fresh));
+    for (std::size_t at = 0; at < ids.size(); ++at) ids[at] = static_cast<int>(at);
+    std::shuffle(ids.begin(), ids.end(), random);
+    std::vector<Item> old_items;
+    for (int at = 0; at < old_count; ++at) old_items.push_back(Item{draw_key(), ids[at]});
+    std::sort(old_items.begin(), old_items.end(), before);
+    std::vector<Item> staged = old_items;
+    for (int at = 0; at < fresh; ++at) staged.push_back(Item{draw_key(), ids[old_count + at]});
+    // Taken since: none, all, or a random share, listed in any order.
+    std::vector<int> removed;
+    const int share = trial % 3 == 0 ? 0 : (trial % 3 == 1 ? 100 : static_cast<int>(random() % 30));
+    for (int at = 0; at < old_count; ++at) {
+      if (static_cast<int>(random() % 100) < share) removed.push_back(at);
     }
-    std::shuffle(items.begin(), items.end(), random);
-    std::vector<Item> expected = items;
+    std::shuffle(removed.begin(), removed.end(), random);
+    std::vector<RankKey> keys;
+    std::vector<int> staged_ids;
+    for (const Item& item : staged) {
+      keys.push_back(item.key);
+      staged_ids.push_back(item.id);
+    }
+    const RankedStage stage{keys.data(),        staged_ids.data(), old_count, fresh,
+                            removed.data(), static_cast<int>(removed.size())};
+    std::vector<Item> expected;
+    std::vector<std::uint8_t> gone(static_cast<std::size_t>(old_count), 0);
+    for (int at : removed) gone[at] = 1;
+    for (int at = 0; at < old_count + fresh; ++at) {
+      if (at >= old_count || !gone[at]) expected.push_back(staged[at]);
+    }
     std::sort(expected.begin(), expected.end(), before);
-    const int comparators = SortStepComparators(n);
-    for (int width = 2; width / 2 < n; width *= 2) {
-      for (int distance = width / 2; distance >= 1; distance /= 2) {
-        for (int index = 0; index < comparators; ++index) {
-          int low = 0;
-          int high = 0;
-          SortComparator(width, distance, index, low, high);
-          ASSERT_LT(low, high);
-          if (high >= n) continue;
-          if (before(items[high], items[low])) std::swap(items[low], items[high]);
-        }
-      }
+    std::vector<int> placed(expected.size(), -1);
+    for (int at = 0; at < old_count + fresh; ++at) {
+      if (at < old_count && gone[at]) continue;
+      const int place = StagedPlace(stage, at);
+      ASSERT_GE(place, 0);
+      ASSERT_LT(place, static_cast<int>(placed.size()));
+      ASSERT_EQ(placed[place], -1) << "two entries at place " << place;
+      placed[place] = staged[at].id;
     }
-    for (int at = 0; at < n; ++at) {
-      ASSERT_EQ(items[at].id, expected[at].id) << "n " << n << ", position " << at;
-    }
-  }
-}
-
-// Comparator index run * 32 + lane of a step whose distance is at most 32 pairs two items of
-// the aligned run [64 * run, 64 * run + 64): such steps can run warp by warp, a run's 32
-// comparators each, with no barrier across warps.
-TEST(GrowOrder, SortingStepsOfShortDistancesStayInRunsOf64) {
-  for (int width = 2; width <= 4096; width *= 2) {
-    for (int distance = width / 2; distance >= 1; distance /= 2) {
-      if (distance > 32) continue;
-      for (int run = 0; run * 64 < width * 2; ++run) {
-        for (int lane = 0; lane < 32; ++lane) {
-          int low = 0;
-          int high = 0;
-          SortComparator(width, distance, run * 32 + lane, low, high);
-          ASSERT_EQ(low / 64, run) << "width " << width << ", distance " << distance;
-          ASSERT_EQ(high / 64, run) << "width " << width << ", distance " << distance;
-        }
-      }
+    for (std::size_t place = 0; place < expected.size(); ++place) {
+      ASSERT_EQ(placed[place], expected[place].id)
+          << "trial " << trial << ", place " << place << " of " << expected.size();
     }
   }
 }
