@@ -252,8 +252,9 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   const std::size_t leaves = static_cast<std::size_t>(num_leaves);
   int slots_per_leaf = kernels::kSlotsPerLeaf;
   const int select_leaves = params.num_leaves;
-  if (!kernels::SelectionFits(select_leaves, static_cast<int>(2 * slots_per_leaf * leaves))) {
-    slots_per_leaf = 2;
+  while (slots_per_leaf > 2 &&
+         !kernels::SelectionFits(select_leaves, static_cast<int>(2 * slots_per_leaf * leaves))) {
+    --slots_per_leaf;
   }
   s.slots = static_cast<int>(slots_per_leaf * leaves);
   s.histograms.Resize(2 * static_cast<std::size_t>(s.total_bins) * s.slots);

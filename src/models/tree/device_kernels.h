@@ -29,10 +29,11 @@ inline constexpr int kBitsetWords = kMaxCategoryBins / 32;
 // The most leaves per tree (the selection keeps its view of every device leaf in shared memory:
 // SelectionBytes).
 inline constexpr int kMaxLeaves = 1024;
-// Histograms held per tree leaf: each split, made for the tree or ahead of it, takes one. Where
-// the selection's shared memory for that many does not fit (many leaves), a grower holds 2 per
-// leaf and splits ahead only the tree's leaves.
-inline constexpr int kSlotsPerLeaf = 3;
+// Histograms held per tree leaf: each split, made for the tree or ahead of it, takes one, so
+// the slots beyond the first per leaf bound the splits made ahead that a tree never takes.
+// Where the selection's shared memory for that many does not fit (many leaves), a grower holds
+// one fewer, down to 2 per leaf, where it splits ahead only the tree's leaves.
+inline constexpr int kSlotsPerLeaf = 4;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
 // SharedHistogramCells gives more where the device lets a block opt in to more.
 inline constexpr int kSharedCells = 48 * 1024 / 16;

@@ -42,10 +42,12 @@ inline constexpr int kTaken = 1;
 inline constexpr int kTreeLeaf = 2;
 
 // The share (percent) of the splits a tree has left among which open leaves further down than
-// its own leaves are split ahead. On an H100, 500 rounds of 255 leaves
-// (bench/results/2026-12-06-session15.md): 50 % took 2.83 s at 1M rows and 6.04 s at 10M,
-// 40 % 2.41 / 5.29 s, 25 % 2.41 / 5.01 s; tree leaves alone 2.95 / 5.10 s.
-inline constexpr int kDeepAheadPercent = 25;
+// its own leaves are split ahead: a wider share takes fewer batches, with more histograms of
+// splits the tree never takes, which large leaves make dear. On an H100, 500 rounds of 255
+// leaves with 4 histogram slots a leaf (bench/results/2026-12-07-session20.md): 33 % took
+// 1.59 s at 1M rows and 3.96 s at 10M, 40 % 1.54 / 3.98 s, 50 % 1.51 / 4.08 s; 25 % with 3
+// slots 1.65 / 4.01 s.
+inline constexpr int kDeepAheadPercent = 40;
 
 // A device leaf's brief when it is opened below a parent whose path minima, its own gain
 // appended, are `minima` (`count` long).
