@@ -284,6 +284,18 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.groups.shared = s.shared_groups.data();
   c.groups.shared_count = static_cast<int>(s.groups.shared.size() / 2);
   c.groups.shared_cells = s.groups.shared_cells;
+  // Small children by slabs of 4 features, where a batch's slab items stay within their bound.
+  int slabs = 0;
+  for (std::size_t g = 0; g + 1 < s.groups.shared.size(); g += 2) {
+    const int first = s.groups.shared[g];
+    const int last = s.groups.shared[g + 1];
+    slabs = std::max(slabs, (last + kernels::kSlabFeatures - 1) / kernels::kSlabFeatures -
+                                first / kernels::kSlabFeatures);
+  }
+  c.histogram_slabs = static_cast<std::int64_t>(slabs) * kernels::kSlabRunsPerChild * num_leaves <=
+                              kernels::kMaxSlabItems
+                          ? slabs
+                          : 0;
   c.groups.global = s.global_groups.data();
   c.groups.global_count = static_cast<int>(s.groups.global.size() / 2);
   c.groups.offsets = s.offsets.data();
@@ -369,8 +381,8 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   return bin_bytes + 8 * bins.num_rows +
          16 * kernels::kSlotsPerLeaf * layout.total_bins() * leaves +
          2 * kernels::kSlotsPerLeaf * leaves *
-             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief) +
-                          sizeof(RankKey) + sizeof(int)) +
+             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief) + sizeof(RankKey) +
+                          sizeof(int)) +
          leaves * std::int64_t(sizeof(kernels::BatchSplit)) +
          2 * leaves * bins.num_features * chunks * std::int64_t(sizeof(kernels::ScanCandidate)) +
          (std::int64_t(1) << 20);

@@ -34,6 +34,17 @@ inline constexpr int kMaxLeaves = 1024;
 // Where the selection's shared memory for that many does not fit (many leaves), a grower holds
 // one fewer, down to 2 per leaf, where it splits ahead only the tree's leaves.
 inline constexpr int kSlotsPerLeaf = 4;
+// A smaller child of at most kSlabChildRows rows is summed by slabs instead of chunks of rows
+// of all features: a work item takes kSlabFeatures features (one aligned word of each row's
+// bins) of a run of at most kSlabRows of its rows, so a small batch spreads over more blocks,
+// each with a short chain of loads and few cells to zero and flush.
+inline constexpr int kSlabFeatures = 4;
+inline constexpr std::int64_t kSlabChildRows = 8192;
+inline constexpr std::int64_t kSlabRows = 2048;
+inline constexpr std::int64_t kSlabRunsPerChild = (kSlabChildRows + kSlabRows - 1) / kSlabRows;
+// Most histogram work items of slabs in one batch: the grower sums small children by slabs only
+// where num_leaves times a child's most slab items stays within this.
+inline constexpr int kMaxSlabItems = 1 << 21;
 // Histogram cells one block sums in shared memory (16 bytes each; 48 KB, every GPU's default).
 // SharedHistogramCells gives more where the device lets a block opt in to more.
 inline constexpr int kSharedCells = 48 * 1024 / 16;
@@ -221,8 +232,11 @@ struct GrowContext {
   int* scan_ids = nullptr;              // 2 * num_leaves
   int* partition_prefix = nullptr;      // num_leaves + 1
   int* histogram_prefix = nullptr;      // num_leaves + 1
-  long long* histogram_rows = nullptr;  // num_leaves: rows per histogram chunk
-  int* wide_prefix = nullptr;           // num_leaves + 1
+  long long* histogram_rows = nullptr;  // num_leaves: rows per histogram chunk (0: slabs)
+  // Work items of a small child's histogram (slabs of 4 features; 0: small children are
+  // chunked as large ones): the most slabs of a shared-memory feature group.
+  int histogram_slabs = 0;
+  int* wide_prefix = nullptr;  // num_leaves + 1
   std::int32_t* order = nullptr;
   std::int32_t* spare = nullptr;
   unsigned long long* cursors = nullptr;  // 2 * num_leaves

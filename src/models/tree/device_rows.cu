@@ -23,7 +23,7 @@ __device__ inline BlockGroup GroupOfBlock(const GrowContext& context, const int*
 }
 
 // Row r's cells of features [first, first + 4) (first a multiple of 4) as one aligned load.
-static_assert(kFeaturesPerThread == 4, "FourBins loads four cells");
+static_assert(kFeaturesPerThread == 4 && kSlabFeatures == 4, "FourBins loads four cells");
 __device__ inline void FourBins(const std::uint8_t* bins, int stride, std::int32_t row, int first,
                                 int* out) {
   const std::uint32_t word = __ldg(reinterpret_cast<const std::uint32_t*>(
@@ -42,13 +42,14 @@ __device__ inline void FourBins(const std::uint16_t* bins, int stride, std::int3
 
 // Histograms of the batch's smaller children for the features of group g = blockIdx.y:
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
-// most kRowsPerBlock rows of one child, so its per-cell sums fit 32-bit words: the quantized
-// gradient sum, the count, and the fixed-point hessian as two 16-bit halves (32-bit shared
-// atomics are native; 64-bit ones are compare-and-swap loops). The four sums are four planes
-// of `cells` words, not four neighbouring words of a cell: a warp's atomics on random cells
-// then spread over all 32 banks instead of the 8 that words of one kind would share. The
-// nonzero cells are then added, in 64 bits, to the histogram: integer sums, so the order of
-// addition cannot matter.
+// most kRowsPerBlock rows of one child (or, for a child of at most kSlabChildRows rows, a slab:
+// the group's features in one aligned word of 4 of a run of at most kSlabRows rows), so its
+// per-cell sums fit 32-bit words: the quantized gradient sum, the count, and the fixed-point
+// hessian as two 16-bit halves (32-bit shared atomics are native; 64-bit ones are
+// compare-and-swap loops). The four sums are four planes of `cells` words, not four
+// neighbouring words of a cell: a warp's atomics on random cells then spread over all 32 banks
+// instead of the 8 that words of one kind would share. The nonzero cells are then added, in 64
+// bits, to the histogram: integer sums, so the order of addition cannot matter.
 template <typename Bin>
 __global__ void __launch_bounds__(kHistogramThreads, 2)
     HistogramKernel(GrowContext context, const Bin* bins) {
@@ -64,21 +65,105 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
   const int group_features = last - first;
   const std::int64_t base = offsets[first];
   const int cells = static_cast<int>(offsets[last] - base);
+  // Adds the block's sums of cells [low, high) to the split's histogram (nonzero ones only).
+  auto flush = [&](Word* histogram, int low, int high) {
+    Word* out = histogram + 2 * base;
+    for (int cell = low + static_cast<int>(threadIdx.x); cell < high; cell += blockDim.x) {
+      const std::uint32_t* at = words + cell;
+      const std::uint32_t cell_count = at[cells];
+      if (cell_count == 0) continue;
+      const long long gradient = static_cast<std::int32_t>(at[0]);
+      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + cell_count));
+      atomicAdd(&out[2 * cell + 1],
+                static_cast<Word>(at[2 * cells]) + (static_cast<Word>(at[3 * cells]) << 16));
+    }
+  };
+  auto zero = [&](int low, int high) {
+    if (low == 0 && high == cells) {
+      for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
+      return;
+    }
+    const int width = high - low;
+    for (int at = threadIdx.x; at < 4 * width; at += blockDim.x) {
+      const int plane = at / width;
+      words[plane * cells + low + (at - plane * width)] = 0;
+    }
+  };
   for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
     const int s = SplitOfItem(context.histogram_prefix, count, item);
     const BatchSplit& split = context.batch[s];
     std::int64_t begin = 0;
     std::int64_t child_rows = 0;
     SmallerChild(split, begin, child_rows);
+    // A partitioned split's rows are still in spare (copied back after the histograms).
+    const std::int32_t* child = (split.partition ? context.spare : context.order) + begin;
     const std::int64_t chunk_rows = context.histogram_rows[s];
+    if (chunk_rows == 0) {
+      // A slab: the group's features in the item's aligned word of 4, of one run of kSlabRows
+      // of the child's rows.
+      const int runs = static_cast<int>((child_rows + kSlabRows - 1) / kSlabRows);
+      const int local = item - context.histogram_prefix[s];
+      const int slab = local / runs;
+      const int run = local - slab * runs;
+      const int word_first = (first / kSlabFeatures + slab) * kSlabFeatures;
+      const int slab_first = word_first > first ? word_first : first;
+      const int slab_last = word_first + kSlabFeatures < last ? word_first + kSlabFeatures : last;
+      if (slab_first >= slab_last) continue;  // past this group's features (the same for all)
+      const int low = static_cast<int>(offsets[slab_first] - base);
+      const int high = static_cast<int>(offsets[slab_last] - base);
+      zero(low, high);
+      int cell_base[kSlabFeatures];
+      for (int j = 0; j < kSlabFeatures; ++j) {
+        const int feature = word_first + j;
+        cell_base[j] = feature >= slab_first && feature < slab_last
+                           ? static_cast<int>(offsets[feature] - base)
+                           : -1;
+      }
+      __syncthreads();
+      auto add_row = [&](const GradientPair& pair, const int* row_bins) {
+        for (int j = 0; j < kSlabFeatures; ++j) {
+          if (cell_base[j] < 0) continue;
+          std::uint32_t* at = words + cell_base[j] + row_bins[j];
+          atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+          atomicAdd(at + cells, 1u);
+          atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
+          atomicAdd(at + 3 * cells, pair.hessian >> 16);
+        }
+      };
+      constexpr int kInFlight = kHistogramRowsInFlight;
+      const std::int64_t run_first = static_cast<std::int64_t>(run) * kSlabRows;
+      const int rows =
+          static_cast<int>(kSlabRows < child_rows - run_first ? kSlabRows : child_rows - run_first);
+      const std::int32_t* run_rows = child + run_first;
+      const int step = static_cast<int>(blockDim.x);
+      int position = static_cast<int>(threadIdx.x);
+      for (; position + (kInFlight - 1) * step < rows; position += kInFlight * step) {
+        GradientPair pair[kInFlight];
+        int row_bins[kInFlight][kSlabFeatures];
+        for (int k = 0; k < kInFlight; ++k) {
+          const std::int32_t row = run_rows[position + k * step];
+          pair[k] = context.pairs[row];
+          FourBins(bins, stride, row, word_first, row_bins[k]);
+        }
+        for (int k = 0; k < kInFlight; ++k) add_row(pair[k], row_bins[k]);
+      }
+      for (; position < rows; position += step) {
+        const std::int32_t row = run_rows[position];
+        int row_bins[kSlabFeatures];
+        FourBins(bins, stride, row, word_first, row_bins);
+        add_row(context.pairs[row], row_bins);
+      }
+      __syncthreads();
+      flush(split.smaller, low, high);
+      __syncthreads();  // the shared cells are zeroed for the next item
+      continue;
+    }
     const std::int64_t first_row = std::int64_t(item - context.histogram_prefix[s]) * chunk_rows;
     const std::int64_t rows =
         chunk_rows < child_rows - first_row ? chunk_rows : child_rows - first_row;
-    for (int word = threadIdx.x; word < 4 * cells; word += blockDim.x) words[word] = 0;
+    zero(0, cells);
     __syncthreads();
-    // A partitioned split's rows are still in spare (copied back after the histograms).
-    const std::int32_t* block_rows =
-        (split.partition ? context.spare : context.order) + begin + first_row;
+    const std::int32_t* block_rows = child + first_row;
     auto add = [&](std::int32_t row, int feature, int cell_base) {
       const GradientPair pair = context.pairs[row];
       std::uint32_t* at = words + cell_base + BinOf(bins, stride, row, feature);
@@ -161,16 +246,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
       }
     }
     __syncthreads();
-    Word* out = split.smaller + 2 * base;
-    for (int cell = threadIdx.x; cell < cells; cell += blockDim.x) {
-      const std::uint32_t* at = words + cell;
-      const std::uint32_t count = at[cells];
-      if (count == 0) continue;
-      const long long gradient = static_cast<std::int32_t>(at[0]);
-      atomicAdd(&out[2 * cell], static_cast<Word>(gradient * (1ll << 32) + count));
-      atomicAdd(&out[2 * cell + 1],
-                static_cast<Word>(at[2 * cells]) + (static_cast<Word>(at[3 * cells]) << 16));
-    }
+    flush(split.smaller, 0, cells);
     __syncthreads();  // the shared cells are zeroed for the next item
   }
 }

@@ -78,13 +78,16 @@ __device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSp
   const std::int64_t chunk_rows = spread < kMinRowsPerBlock
                                       ? kMinRowsPerBlock
                                       : (spread > kRowsPerBlock ? kRowsPerBlock : spread);
-  context.histogram_rows[at] = chunk_rows;
+  const bool slabs = context.histogram_slabs > 0 && rows <= kSlabChildRows;
+  context.histogram_rows[at] = slabs ? 0 : chunk_rows;
   SplitItems items;
   items.partition =
       split.partition
           ? static_cast<int>((split.end - split.begin + kPartitionRows - 1) / kPartitionRows)
           : 0;
-  items.histogram = static_cast<int>((rows + chunk_rows - 1) / chunk_rows);
+  items.histogram =
+      static_cast<int>(slabs ? context.histogram_slabs * ((rows + kSlabRows - 1) / kSlabRows)
+                             : (rows + chunk_rows - 1) / chunk_rows);
   items.wide = static_cast<int>((rows + kWideRows - 1) / kWideRows);
   return items;
 }
@@ -92,9 +95,10 @@ __device__ inline SplitItems SplitWork(const GrowContext& context, const BatchSp
 // Work items packed as partition (22 bits) | histogram (22 bits) << 22 | wide (20 bits) << 44.
 // With fewer than 2^31 rows, a batch's totals fit: partition items cover the parents' rows,
 // at most 2^31 / kPartitionRows + kMaxLeaves; histogram and wide items the smaller children's,
-// at most 2^30 / kMinRowsPerBlock + kMaxLeaves and 2^30 / kWideRows + kMaxLeaves.
+// at most 2^30 / kMinRowsPerBlock + kMaxLeaves and 2^30 / kWideRows + kMaxLeaves, with at most
+// kMaxSlabItems more for slabs (the grower uses slabs only within that bound).
 static_assert((1ll << 31) / kPartitionRows + kMaxLeaves < (1ll << 22));
-static_assert((1ll << 30) / kMinRowsPerBlock + kMaxLeaves < (1ll << 22));
+static_assert((1ll << 30) / kMinRowsPerBlock + kMaxLeaves + kMaxSlabItems < (1ll << 22));
 static_assert((1ll << 30) / kWideRows + kMaxLeaves < (1ll << 20));
 __device__ inline unsigned long long PackItems(const SplitItems& items) {
   return static_cast<unsigned long long>(items.partition) |
@@ -288,8 +292,9 @@ __device__ void Select(const GrowContext& context) {
   }
   for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
     const LeafBrief brief = LoadThroughL2(context.briefs + id);
-    memory.leaves[id] = SelectLeaf{brief.gain, static_cast<short>(brief.left),
-                                   static_cast<short>(brief.right), static_cast<short>(brief.taken)};
+    memory.leaves[id] =
+        SelectLeaf{brief.gain, static_cast<short>(brief.left), static_cast<short>(brief.right),
+                   static_cast<short>(brief.taken)};
     if (context.ahead && id >= first_scanned && brief.taken != kTaken && brief.gain > -INFINITY) {
       const int at = old_count + atomicAdd(&fresh_count, 1);
       memory.open_ids[at] = id;
@@ -422,8 +427,8 @@ __device__ void Select(const GrowContext& context) {
       }
     }
     __syncthreads();
-    const RankedStage stage{memory.keys, memory.open_ids, old_count, fresh_count, memory.removed,
-                            removed_count};
+    const RankedStage stage{memory.keys, memory.open_ids, old_count,
+                            fresh_count, memory.removed,  removed_count};
     const int staged = old_count + stage.fresh;
     open = staged - stage.removed_count;
     for (int at = threadIdx.x; at < staged; at += blockDim.x) {

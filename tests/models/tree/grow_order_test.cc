@@ -153,8 +153,8 @@ TEST(GrowOrder, StagedPlacesKeepTheListInOrder) {
       keys.push_back(item.key);
       staged_ids.push_back(item.id);
     }
-    const RankedStage stage{keys.data(),        staged_ids.data(), old_count, fresh,
-                            removed.data(), static_cast<int>(removed.size())};
+    const RankedStage stage{keys.data(), staged_ids.data(), old_count,
+                            fresh,       removed.data(),    static_cast<int>(removed.size())};
     std::vector<Item> expected;
     std::vector<std::uint8_t> gone(static_cast<std::size_t>(old_count), 0);
     for (int at : removed) gone[at] = 1;
