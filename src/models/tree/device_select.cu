@@ -3,6 +3,7 @@
 // the root's set-up, the leaf values of a finished tree, and the functions device_kernels.h
 // declares. Every kernel of a batch reads its work from the growth state the previous
 // selection wrote, so a batch has fixed launch shapes and can be replayed as one captured graph.
+#include <cstddef>
 #include <cub/cub.cuh>
 #include <mutex>
 
@@ -222,6 +223,37 @@ __device__ inline RankKey RankKeyOf(const LeafBrief& brief) {
   return MakeRankKey(brief.minima, brief.minima_count, static_cast<float>(brief.gain));
 }
 
+// A gain's bits as an unsigned integer of the same order (gain > -inf; -0 as +0, so that equal
+// gains have equal bits); never zero.
+__device__ inline unsigned long long OrderedGain(double gain) {
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain + 0.0));
+  return (bits >> 63) != 0 ? ~bits : bits | (1ull << 63);
+}
+
+// Over a warp: the index of the largest key, the lowest index among equal keys; -1 where every
+// key is zero (none).
+__device__ inline int WarpArgMax(unsigned long long key, int index) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned high = __reduce_max_sync(0xffffffffu, static_cast<unsigned>(key >> 32));
+  const unsigned low = __reduce_max_sync(
+      0xffffffffu, static_cast<unsigned>(key >> 32) == high ? static_cast<unsigned>(key) : 0u);
+  const bool top =
+      key != 0 && static_cast<unsigned>(key >> 32) == high && static_cast<unsigned>(key) == low;
+  return static_cast<int>(
+      __reduce_min_sync(0xffffffffu, top ? static_cast<unsigned>(index) : 0xffffffffu));
+#else
+  for (int shift = 16; shift > 0; shift >>= 1) {
+    const unsigned long long other_key = __shfl_down_sync(0xffffffffu, key, shift);
+    const int other = __shfl_down_sync(0xffffffffu, index, shift);
+    if (other_key > key || (other_key == key && other_key != 0 && other < index)) {
+      key = other_key;
+      index = other;
+    }
+  }
+  return __shfl_sync(0xffffffffu, key != 0 ? index : -1, 0);
+#endif
+}
+
 // Reads of leaf records and briefs in the selection go through L2 (__ldcg): the scans of other
 // blocks of the same launch wrote them.
 template <typename Record>
@@ -290,15 +322,36 @@ __device__ void Select(const GrowContext& context) {
     memory.keys[at] = context.ranked_keys[at];
     memory.open_ids[at] = context.ranked_ids[at];
   }
-  for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
-    const LeafBrief brief = LoadThroughL2(context.briefs + id);
-    memory.leaves[id] =
-        SelectLeaf{brief.gain, static_cast<short>(brief.left), static_cast<short>(brief.right),
-                   static_cast<short>(brief.taken)};
-    if (context.ahead && id >= first_scanned && brief.taken != kTaken && brief.gain > -INFINITY) {
-      const int at = old_count + atomicAdd(&fresh_count, 1);
-      memory.open_ids[at] = id;
-      memory.keys[at] = RankKeyOf(brief);
+  // A brief's gain, taken and children words, kBriefsInFlight leaves a thread at a time (their
+  // loads all issued before any is used); the whole brief only for the scanned leaves.
+  static_assert(offsetof(LeafBrief, gain) == 0 && offsetof(LeafBrief, taken) == 36 &&
+                    offsetof(LeafBrief, left) == 40 && offsetof(LeafBrief, right) == 44,
+                "the words the selection reads of a brief");
+  constexpr int kBriefsInFlight = 4;
+  for (int first_id = 0; first_id < device_leaves; first_id += kBriefsInFlight * blockDim.x) {
+    unsigned long long words[kBriefsInFlight][3];
+    for (int k = 0; k < kBriefsInFlight; ++k) {
+      const int id = first_id + k * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
+      if (id >= device_leaves) continue;
+      const unsigned long long* from =
+          reinterpret_cast<const unsigned long long*>(context.briefs + id);
+      words[k][0] = __ldcg(from);
+      words[k][1] = __ldcg(from + 4);
+      words[k][2] = __ldcg(from + 5);
+    }
+    for (int k = 0; k < kBriefsInFlight; ++k) {
+      const int id = first_id + k * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
+      if (id >= device_leaves) continue;
+      const double gain = __longlong_as_double(static_cast<long long>(words[k][0]));
+      const int taken = static_cast<int>(words[k][1] >> 32);
+      memory.leaves[id] = SelectLeaf{gain, static_cast<short>(static_cast<int>(words[k][2])),
+                                     static_cast<short>(static_cast<int>(words[k][2] >> 32)),
+                                     static_cast<short>(taken)};
+      if (context.ahead && id >= first_scanned && taken != kTaken && gain > -INFINITY) {
+        const int at = old_count + atomicAdd(&fresh_count, 1);
+        memory.open_ids[at] = id;
+        memory.keys[at] = RankKeyOf(LoadThroughL2(context.briefs + id));
+      }
     }
   }
   const int start_leaves = state.tree_leaves;
@@ -316,6 +369,7 @@ __device__ void Select(const GrowContext& context) {
     int leaves = start_leaves;
     int chosen = -1;
     while (!failed && leaves < context.num_leaves) {
+      // ChooseLeaf: the largest gain, the lowest leaf among equal gains.
       double best_gain = -INFINITY;
       int best = -1;
       for (int leaf = lane; leaf < leaves; leaf += 32) {
@@ -325,16 +379,7 @@ __device__ void Select(const GrowContext& context) {
           best = leaf;
         }
       }
-      for (int shift = 16; shift > 0; shift >>= 1) {
-        const double other_gain = __shfl_down_sync(0xffffffffu, best_gain, shift);
-        const int other = __shfl_down_sync(0xffffffffu, best, shift);
-        if (other >= 0 &&
-            (best < 0 || other_gain > best_gain || (other_gain == best_gain && other < best))) {
-          best_gain = other_gain;
-          best = other;
-        }
-      }
-      chosen = __shfl_sync(0xffffffffu, best, 0);
+      chosen = WarpArgMax(best < 0 ? 0 : OrderedGain(best_gain), best);
       if (chosen < 0) break;
       const int id = memory.view_ids[chosen];
       if (memory.leaves[id].left < 0) break;  // not split yet: the next batch splits it
@@ -417,8 +462,10 @@ __device__ void Select(const GrowContext& context) {
   const int ahead_room = context.ahead ? min(remaining - 1, free_slots) : 0;
   const int deep_room = min(ahead_room, free_slots - context.num_leaves);
   // The open leaves in best-first order (RankKey, then device leaf): the staged entries less
-  // those the replay took, each at its place; kept for the next selection, and the best
-  // `remaining` (only those may be taken) for this one's ranks.
+  // those the replay took, each at its place; the best `remaining` are kept, for this
+  // selection's ranks and the next one. Only those may be taken, now or later: a later
+  // selection's `remaining` is less by the splits taken since, which can move a leaf up by no
+  // more than that, and a leaf's descendants come after it.
   int open = 0;
   if (context.ahead) {
     for (int at = threadIdx.x; at < old_count; at += blockDim.x) {
@@ -430,14 +477,15 @@ __device__ void Select(const GrowContext& context) {
     const RankedStage stage{memory.keys, memory.open_ids, old_count,
                             fresh_count, memory.removed,  removed_count};
     const int staged = old_count + stage.fresh;
-    open = staged - stage.removed_count;
+    open = min(staged - stage.removed_count, remaining);
     for (int at = threadIdx.x; at < staged; at += blockDim.x) {
       const int id = memory.open_ids[at];
       if (at < old_count && memory.leaves[id].taken == kTaken) continue;
       const int place = StagedPlace(stage, at);
+      if (place >= remaining) continue;
       context.ranked_keys[place] = memory.keys[at];
       context.ranked_ids[place] = id;
-      if (place < remaining) memory.top_ids[place] = id;
+      memory.top_ids[place] = id;
     }
     if (threadIdx.x == 0) state.ranked_count = open;
     __syncthreads();
@@ -504,15 +552,11 @@ __device__ void Select(const GrowContext& context) {
   const int first_leaf = state.device_leaves;
   const int first_slot = state.slots_used;
   const unsigned long long nodes = state.nodes_made;
-  // Thread t makes splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread): blocked, so the
-  // block's prefix sums give each split its first work items in split order.
-  // Work items packed (PackItems: each total stays below its field), so one block scan serves
-  // all three.
-  unsigned long long packed_items[kSplitsPerThread];
-  for (int k = 0; k < kSplitsPerThread; ++k) {
-    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
-    packed_items[k] = 0;
-    if (at >= count) continue;
+  // Thread t makes splits t, t + blockDim.x, ... (a batch of a few splits takes as many
+  // threads), leaving each split's work items packed (PackItems: each total stays below its
+  // field, so one block scan serves all three) in shared memory, where the stage's keys were.
+  unsigned long long* split_items = reinterpret_cast<unsigned long long*>(memory.keys);
+  for (int at = threadIdx.x; at < count; at += blockDim.x) {
     const int id = parents[at];
     const GrowLeaf parent = LoadThroughL2(context.leaves + id);
     const long long lefts = CellCount(parent.left_packed);
@@ -559,7 +603,15 @@ __device__ void Select(const GrowContext& context) {
     context.scan_ids[2 * at] = left;
     context.scan_ids[2 * at + 1] = right;
     const SplitItems items = SplitWork(context, split, at);
-    packed_items[k] = PackItems(items);
+    split_items[at] = PackItems(items);
+  }
+  __syncthreads();
+  // Blocked (thread t: splits [t * kSplitsPerThread, (t + 1) * kSplitsPerThread)), so the
+  // block's prefix sums give each split its first work items in split order.
+  unsigned long long packed_items[kSplitsPerThread];
+  for (int k = 0; k < kSplitsPerThread; ++k) {
+    const int at = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+    packed_items[k] = at < count ? split_items[at] : 0;
   }
   unsigned long long packed_total = 0;
   Scan(scan_storage).ExclusiveSum(packed_items, packed_items, packed_total);
