@@ -81,14 +81,14 @@ struct RankedStage {
   int removed_count;
 };
 
-// Whether entry a comes before entry b.
-TFG_HOST_DEVICE inline bool StagedBefore(const RankedStage& stage, int a, int b) {
-  return Sooner(stage.keys[a], stage.keys[b]) ||
-         (SameRank(stage.keys[a], stage.keys[b]) && stage.ids[a] < stage.ids[b]);
-}
-
 // The place of kept entry `at` in the new order (0 first).
 TFG_HOST_DEVICE inline int StagedPlace(const RankedStage& stage, int at) {
+  const RankKey key = stage.keys[at];
+  const int id = stage.ids[at];
+  auto before = [&](int other) {
+    const RankKey other_key = stage.keys[other];
+    return Sooner(other_key, key) || (SameRank(other_key, key) && stage.ids[other] < id);
+  };
   // Old entries before it: its own index, or for a fresh entry the first old entry after it
   // (the old ones are in order).
   int old_before = at;
@@ -97,7 +97,7 @@ TFG_HOST_DEVICE inline int StagedPlace(const RankedStage& stage, int at) {
     int high = stage.old_count;
     while (low < high) {
       const int middle = (low + high) / 2;
-      if (StagedBefore(stage, middle, at)) {
+      if (before(middle)) {
         low = middle + 1;
       } else {
         high = middle;
@@ -108,9 +108,7 @@ TFG_HOST_DEVICE inline int StagedPlace(const RankedStage& stage, int at) {
   int place = old_before;
   for (int r = 0; r < stage.removed_count; ++r) place -= stage.removed[r] < old_before ? 1 : 0;
   const int end = stage.old_count + stage.fresh;
-  for (int other = stage.old_count; other < end; ++other) {
-    place += other != at && StagedBefore(stage, other, at) ? 1 : 0;
-  }
+  for (int other = stage.old_count; other < end; ++other) place += before(other) ? 1 : 0;
   return place;
 }
 
