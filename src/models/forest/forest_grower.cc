@@ -447,8 +447,7 @@ bool ForestTreeGrower::TryExtraTreesOf(const Bin* column_bins, int feature, std:
 }
 
 bool ForestTreeGrower::TryFeature(int feature, std::int64_t begin, std::int64_t end,
-                                  const double* parent, double parent_score, std::uint64_t node_key,
-                                  Candidate& best) {
+                                  const double* parent, double parent_score, Candidate& best) {
   const tree::FeatureBins& feature_bins = data_.mapper->feature(feature);
   const int width = width_;
   const bool regression = data_.targets != nullptr;
@@ -688,7 +687,7 @@ ForestTreeGrower::Candidate ForestTreeGrower::FindSplit(std::int64_t begin, std:
     }
     const bool varies =
         spec_.extra_trees ? TryExtraTrees(feature, begin, end, parent, parent_score, node_key, best)
-                          : TryFeature(feature, begin, end, parent, parent_score, node_key, best);
+                          : TryFeature(feature, begin, end, parent, parent_score, best);
     if (!varies) constant.Set(feature);
   }
   if (best.split.valid() && best.cut_lows != nullptr) {

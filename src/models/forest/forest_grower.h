@@ -112,7 +112,7 @@ class ForestTreeGrower {
                       ConstantFlags& constant);
   // Evaluates `feature` on the node; returns false when the feature has one value there.
   bool TryFeature(int feature, std::int64_t begin, std::int64_t end, const double* parent,
-                  double parent_score, std::uint64_t node_key, Candidate& best);
+                  double parent_score, Candidate& best);
   // TryFeature for extremely randomized trees: two passes over the rows (the value or category
   // range, then the sums left of the one drawn threshold), no histogram.
   bool TryExtraTrees(int feature, std::int64_t begin, std::int64_t end, const double* parent,

@@ -69,7 +69,7 @@ Problem MakeSynthetic(std::int64_t rows, int features, int classes) {
   problem.features.num_rows = rows;
   problem.features.numeric.resize(static_cast<std::size_t>(rows) * features);
   for (int f = 0; f < features; ++f) {
-    problem.features.numeric_info.push_back({"x" + std::to_string(f), "x", 0});
+    problem.features.numeric_info.push_back({"x" + std::to_string(f), "x", 0, {}});
   }
   std::mt19937_64 random(7);
   std::normal_distribution<float> normal;

@@ -42,7 +42,7 @@ Synthetic MakeSynthetic(int rows, bool regression, unsigned seed) {
   const int columns = 5;
   data.features.numeric.resize(static_cast<std::size_t>(rows) * columns);
   for (int column = 0; column < columns; ++column) {
-    data.features.numeric_info.push_back({"x" + std::to_string(column), "x", 0});
+    data.features.numeric_info.push_back({"x" + std::to_string(column), "x", 0, {}});
     for (int row = 0; row < rows; ++row)
       data.features.numeric[column * rows + row] = normal(random);
   }
@@ -573,7 +573,7 @@ TEST(Gbm, MergingEqualRowsDoesNotChangeTheModel) {
   const int columns = 4;
   features.numeric.resize(static_cast<std::size_t>(rows) * columns);
   for (int column = 0; column < columns; ++column) {
-    features.numeric_info.push_back({"x" + std::to_string(column), "x", 0});
+    features.numeric_info.push_back({"x" + std::to_string(column), "x", 0, {}});
     for (int row = 0; row < rows; ++row) {
       // Column 3 is missing in a tenth of the rows; the others take 5 to 9 values.
       const float value = std::round(normal(random) * float(2 + column)) / 2;

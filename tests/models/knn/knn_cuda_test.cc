@@ -73,7 +73,7 @@ TEST(KnnCuda, ModelPredictionsMatchTheCpu) {
   const std::int64_t rows = 30000;
   features::FeatureMatrix x;
   x.num_rows = rows;
-  for (int f = 0; f < 4; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0});
+  for (int f = 0; f < 4; ++f) x.numeric_info.push_back({"x" + std::to_string(f), "", 0, {}});
   x.numeric.resize(static_cast<std::size_t>(rows) * 4);
   std::vector<double> labels;
   for (std::int64_t row = 0; row < rows; ++row) {
