@@ -142,8 +142,11 @@ struct HostStatus {
 // Positions of one work item over a finished tree's leaves (leaf sums, score updates).
 inline constexpr int kLeafChunk = 2048;
 
-// Thresholds of one feature one scan work item takes.
-inline constexpr int kScanChunk = 64;
+// Thresholds of one feature one scan work item takes. With 255 bins, 128 (two items a feature)
+// took 500 rounds of 255 leaves on an H100 in 1.21 s at 1M rows and 3.67 s at 10M, against
+// 1.31 / 3.78 s with 64 and 1.51 / 3.98 s with 32 (bench/results/2026-12-07-session20.md): fewer
+// items fit one wave of the scan launch's warps, each summing fewer cells below its chunk.
+inline constexpr int kScanChunk = 128;
 
 // One scan work item's best split (feature < 0: none).
 struct ScanCandidate {
