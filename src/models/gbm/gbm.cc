@@ -626,12 +626,28 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
       }
       continue;
     }
+    // The block's categorical codes binned once, not at every node that tests them.
+    const std::int64_t span = last - first;
+    const int numeric = forest_.numeric_count();
+    const int categorical = mapper_.num_features() - numeric;
+    std::vector<int> category_bins(static_cast<std::size_t>(categorical * span));
+    for (int feature = 0; feature < categorical; ++feature) {
+      const tree::FeatureBins& bins = mapper_.feature(numeric + feature);
+      const std::int32_t* codes = features.CategoricalColumn(feature);
+      for (std::int64_t row = first; row < last; ++row) {
+        category_bins[feature * span + (row - first)] = bins.CategoryBin(codes[row]);
+      }
+    }
     for (int tree = 0; tree < trees; ++tree) {
       const int k = tree % outputs;
       for (std::int64_t row = first; row < last; ++row) {
-        raw[row * outputs + k] += forest_.Value(
-            tree, mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
-            [&](int feature) { return features.CategoricalColumn(feature)[row]; });
+        std::int32_t at = forest_.Root(tree);
+        while (at >= 0) {
+          at = forest_.NextByBin(
+              at, [&](int feature) { return features.NumericColumn(feature)[row]; },
+              [&](int feature) { return category_bins[feature * span + (row - first)]; });
+        }
+        raw[row * outputs + k] += leaf_values[~at];
       }
     }
   }

@@ -58,12 +58,20 @@ class CompactForest {
   template <typename Numeric, typename Code>
   std::int32_t Next(std::int32_t at, const BinMapper& mapper, const Numeric& numeric,
                     const Code& code) const {
+    return NextByBin(at, numeric, [&](int categorical) {
+      return mapper.feature(numeric_count_ + categorical).CategoryBin(code(categorical));
+    });
+  }
+  // Next for a row whose categorical features' bins are known: category_bin(c) is the bin of
+  // categorical feature c (its code binned by the mapper), as a batch finds once a row.
+  template <typename Numeric, typename CategoryBin>
+  std::int32_t NextByBin(std::int32_t at, const Numeric& numeric,
+                         const CategoryBin& category_bin) const {
     const Node& node = nodes_[at];
     bool left;
     if (node.feature & kCategorical) {
-      const int feature = node.feature & kFeatureMask;
       const Categories& categories = categories_[node.payload];
-      const int bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
+      const int bin = category_bin((node.feature & kFeatureMask) - numeric_count_);
       const std::int32_t word = categories.begin + bin / 32;
       left = word < categories.end && ((bits_[word] >> (bin % 32)) & 1u);
     } else {
