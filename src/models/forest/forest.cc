@@ -469,8 +469,6 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
   const double scale = trees > 0 ? 1.0 / double(trees) : 0.0;
-  const int numeric = forest_.numeric_count();
-  const int categorical = mapper_.num_features() - numeric;
 #pragma omp parallel for num_threads(thread_count) schedule(static)
   for (std::int64_t block = 0; block < blocks; ++block) {
     const std::int64_t first = block * block_rows;
@@ -494,14 +492,8 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
     } else {
       // The block's categorical codes binned once, not at every node that tests them.
       const std::int64_t span = last - first;
-      std::vector<int> category_bins(static_cast<std::size_t>(categorical * span));
-      for (int feature = 0; feature < categorical; ++feature) {
-        const tree::FeatureBins& bins = mapper_.feature(numeric + feature);
-        const std::int32_t* codes = features.CategoricalColumn(feature);
-        for (std::int64_t row = first; row < last; ++row) {
-          category_bins[feature * span + (row - first)] = bins.CategoryBin(codes[row]);
-        }
-      }
+      std::vector<int> category_bins;
+      forest_.BinCategories(mapper_, features, first, last, category_bins);
       for (int tree = 0; tree < trees; ++tree) {
         for (std::int64_t group = first; group < last; group += kGroup) {
           const int members = static_cast<int>(std::min<std::int64_t>(kGroup, last - group));

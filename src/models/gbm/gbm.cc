@@ -628,16 +628,8 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     }
     // The block's categorical codes binned once, not at every node that tests them.
     const std::int64_t span = last - first;
-    const int numeric = forest_.numeric_count();
-    const int categorical = mapper_.num_features() - numeric;
-    std::vector<int> category_bins(static_cast<std::size_t>(categorical * span));
-    for (int feature = 0; feature < categorical; ++feature) {
-      const tree::FeatureBins& bins = mapper_.feature(numeric + feature);
-      const std::int32_t* codes = features.CategoricalColumn(feature);
-      for (std::int64_t row = first; row < last; ++row) {
-        category_bins[feature * span + (row - first)] = bins.CategoryBin(codes[row]);
-      }
-    }
+    std::vector<int> category_bins;
+    forest_.BinCategories(mapper_, features, first, last, category_bins);
     for (int tree = 0; tree < trees; ++tree) {
       const int k = tree % outputs;
       for (std::int64_t row = first; row < last; ++row) {

@@ -81,6 +81,25 @@ class CompactForest {
     return left ? node.left : node.right;
   }
 
+  // The categorical codes of rows [first, last) of a column-major matrix
+  // (features::FeatureMatrix), binned by `mapper` once for a batch's walks: into
+  // bins[c * (last - first) + row - first] for categorical feature c, as NextByBin reads them.
+  template <typename Matrix>
+  void BinCategories(const BinMapper& mapper, const Matrix& features, std::int64_t first,
+                     std::int64_t last, std::vector<int>& bins) const {
+    const std::int64_t span = last - first;
+    const int categorical = mapper.num_features() - numeric_count_;
+    bins.resize(static_cast<std::size_t>(categorical * span));
+    for (int feature = 0; feature < categorical; ++feature) {
+      const FeatureBins& feature_bins = mapper.feature(numeric_count_ + feature);
+      const std::int32_t* codes = features.CategoricalColumn(feature);
+      for (std::int64_t row = first; row < last; ++row) {
+        bins[static_cast<std::size_t>(feature * span + (row - first))] =
+            feature_bins.CategoryBin(codes[row]);
+      }
+    }
+  }
+
   // The layout itself (the CUDA predictor copies it to the device).
   int numeric_count() const { return numeric_count_; }
   const std::vector<Node>& nodes() const { return nodes_; }
