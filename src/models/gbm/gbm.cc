@@ -633,13 +633,9 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     for (int tree = 0; tree < trees; ++tree) {
       const int k = tree % outputs;
       for (std::int64_t row = first; row < last; ++row) {
-        std::int32_t at = forest_.Root(tree);
-        while (at >= 0) {
-          at = forest_.NextByBin(
-              at, [&](int feature) { return features.NumericColumn(feature)[row]; },
-              [&](int feature) { return category_bins[feature * span + (row - first)]; });
-        }
-        raw[row * outputs + k] += leaf_values[~at];
+        raw[row * outputs + k] += leaf_values[forest_.LeafByBin(
+            tree, [&](int feature) { return features.NumericColumn(feature)[row]; },
+            [&](int feature) { return category_bins[feature * span + (row - first)]; })];
       }
     }
   }

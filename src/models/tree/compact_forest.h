@@ -50,6 +50,13 @@ class CompactForest {
     while (at >= 0) at = Next(at, mapper, numeric, code);
     return ~at;
   }
+  // Leaf for a row whose categorical features' bins are known (NextByBin).
+  template <typename Numeric, typename CategoryBin>
+  std::int32_t LeafByBin(int tree, const Numeric& numeric, const CategoryBin& category_bin) const {
+    std::int32_t at = Root(tree);
+    while (at >= 0) at = NextByBin(at, numeric, category_bin);
+    return ~at;
+  }
 
   // Traversal one node at a time (to walk several rows side by side): the tree's first node
   // (>= 0) or ~leaf for a single-leaf tree; then the child of node `at` that the row goes to,

@@ -92,7 +92,7 @@ struct DeviceTreeGrower::State {
   DeviceArray<std::uint8_t> active;
   DeviceArray<std::int32_t> order;
   DeviceArray<std::int32_t> spare;
-  int slots = 0;                 // histograms held: kSlotsPerLeaf per leaf (splits made ahead)
+  int slots = 0;                 // histograms held: kSlotsPerLeaf (or fewer, 2 at least) per leaf
   DeviceArray<Word> histograms;  // 2 words per cell
   int dirty_slots = 0;           // histograms [0, dirty_slots) hold sums of the last tree
   DeviceArray<kernels::GrowState> grow_state;
@@ -286,9 +286,9 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.groups.shared_cells = s.groups.shared_cells;
   // Small children by slabs of 4 features, where a batch's slab items stay within their bound.
   int slabs = 0;
-  for (std::size_t g = 0; g + 1 < s.groups.shared.size(); g += 2) {
-    const int first = s.groups.shared[g];
-    const int last = s.groups.shared[g + 1];
+  for (std::size_t group = 0; group + 1 < s.groups.shared.size(); group += 2) {
+    const int first = s.groups.shared[group];
+    const int last = s.groups.shared[group + 1];
     slabs = std::max(slabs, (last + kernels::kSlabFeatures - 1) / kernels::kSlabFeatures -
                                 first / kernels::kSlabFeatures);
   }

@@ -236,8 +236,9 @@ struct GrowContext {
   int* partition_prefix = nullptr;      // num_leaves + 1
   int* histogram_prefix = nullptr;      // num_leaves + 1
   long long* histogram_rows = nullptr;  // num_leaves: rows per histogram chunk (0: slabs)
-  // Work items of a small child's histogram (slabs of 4 features; 0: small children are
-  // chunked as large ones): the most slabs of a shared-memory feature group.
+  // Slabs of 4 features of the widest shared-memory feature group: a small child's histogram
+  // takes this many work items per run of kSlabRows of its rows (0: small children are chunked
+  // as large ones).
   int histogram_slabs = 0;
   int* wide_prefix = nullptr;  // num_leaves + 1
   std::int32_t* order = nullptr;

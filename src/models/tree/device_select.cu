@@ -190,7 +190,7 @@ static_assert(2 * kSlotsPerLeaf * kMaxLeaves < 32768, "device leaves fit a Selec
 // open leaves in order and the leaves split ahead by rank.
 struct SelectMemory {
   SelectLeaf* leaves;  // leaf_capacity
-  RankKey* keys;       // leaf_capacity
+  RankKey* keys;       // leaf_capacity (the end of Select reuses it for the splits' items)
   double* view_gains;  // num_leaves
   int* open_ids;       // leaf_capacity
   int* view_ids;       // num_leaves
@@ -463,9 +463,10 @@ __device__ void Select(const GrowContext& context) {
   const int deep_room = min(ahead_room, free_slots - context.num_leaves);
   // The open leaves in best-first order (RankKey, then device leaf): the staged entries less
   // those the replay took, each at its place; the best `remaining` are kept, for this
-  // selection's ranks and the next one. Only those may be taken, now or later: a later
-  // selection's `remaining` is less by the splits taken since, which can move a leaf up by no
-  // more than that, and a leaf's descendants come after it.
+  // selection's ranks and the next one. Only those are ever split ahead: a later selection's
+  // `remaining` is less by the splits taken since, a leaf rises by no more places than leaves
+  // taken from before it, and a leaf's descendants come after it, so a leaf past them stays
+  // past (the replay, by exact gains, may still take it as the chosen leaf).
   int open = 0;
   if (context.ahead) {
     for (int at = threadIdx.x; at < old_count; at += blockDim.x) {

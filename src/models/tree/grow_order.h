@@ -18,9 +18,9 @@ namespace tabforge::tree {
 inline constexpr int kPathMinima = 6;
 
 // A leaf's place in that order: larger `high`, then larger `low`, comes sooner. Each word holds
-// three minima as the upper 21 bits of their floats, a missing one as the largest code; zero is
-// no leaf. Leaves with equal keys keep the order they were made in. The order only decides
-// which splits are made ahead, never which the tree takes, so this precision is enough.
+// three minima as the upper 21 bits of their floats, a missing one as the largest code. Leaves
+// with equal keys keep the order they were made in. The order only decides which splits are
+// made ahead, never which the tree takes, so this precision is enough.
 struct RankKey {
   unsigned long long high;
   unsigned long long low;
@@ -106,7 +106,9 @@ TFG_HOST_DEVICE inline int StagedPlace(const RankedStage& stage, int at) {
     old_before = low;
   }
   int place = old_before;
-  for (int r = 0; r < stage.removed_count; ++r) place -= stage.removed[r] < old_before ? 1 : 0;
+  for (int removed_at = 0; removed_at < stage.removed_count; ++removed_at) {
+    place -= stage.removed[removed_at] < old_before ? 1 : 0;
+  }
   const int end = stage.old_count + stage.fresh;
   for (int other = stage.old_count; other < end; ++other) place += before(other) ? 1 : 0;
   return place;
