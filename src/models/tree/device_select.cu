@@ -223,37 +223,6 @@ __device__ inline RankKey RankKeyOf(const LeafBrief& brief) {
   return MakeRankKey(brief.minima, brief.minima_count, static_cast<float>(brief.gain));
 }
 
-// A gain's bits as an unsigned integer of the same order (gain > -inf; -0 as +0, so that equal
-// gains have equal bits); never zero.
-__device__ inline unsigned long long OrderedGain(double gain) {
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain + 0.0));
-  return (bits >> 63) != 0 ? ~bits : bits | (1ull << 63);
-}
-
-// Over a warp: the index of the largest key, the lowest index among equal keys; -1 where every
-// key is zero (none).
-__device__ inline int WarpArgMax(unsigned long long key, int index) {
-#if __CUDA_ARCH__ >= 800
-  const unsigned high = __reduce_max_sync(0xffffffffu, static_cast<unsigned>(key >> 32));
-  const unsigned low = __reduce_max_sync(
-      0xffffffffu, static_cast<unsigned>(key >> 32) == high ? static_cast<unsigned>(key) : 0u);
-  const bool top =
-      key != 0 && static_cast<unsigned>(key >> 32) == high && static_cast<unsigned>(key) == low;
-  return static_cast<int>(
-      __reduce_min_sync(0xffffffffu, top ? static_cast<unsigned>(index) : 0xffffffffu));
-#else
-  for (int shift = 16; shift > 0; shift >>= 1) {
-    const unsigned long long other_key = __shfl_down_sync(0xffffffffu, key, shift);
-    const int other = __shfl_down_sync(0xffffffffu, index, shift);
-    if (other_key > key || (other_key == key && other_key != 0 && other < index)) {
-      key = other_key;
-      index = other;
-    }
-  }
-  return __shfl_sync(0xffffffffu, key != 0 ? index : -1, 0);
-#endif
-}
-
 // Reads of leaf records and briefs in the selection go through L2 (__ldcg): the scans of other
 // blocks of the same launch wrote them.
 template <typename Record>
