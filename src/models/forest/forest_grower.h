@@ -37,7 +37,7 @@ struct ColumnBins {
   std::vector<std::uint16_t> bins16;  // else
 
   bool wide() const { return !bins16.empty(); }
-  // The same bins as the row-major `bins`, transposed in parallel over features.
+  // The same bins as the row-major `bins`, transposed in parallel over blocks of rows.
   static ColumnBins Of(const tree::BinMatrix& bins, int threads);
 };
 

@@ -357,8 +357,8 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   TFG_CUDA_CHECK(cudaMemset(s.leaf_scans.data(), 0, s.leaf_scans.bytes()));
   c.candidates = s.candidates.data();
   c.leaf_scans = s.leaf_scans.data();
-  s.ranked_keys.Resize(capacity);
-  s.ranked_ids.Resize(capacity);
+  s.ranked_keys.Resize(leaves);
+  s.ranked_ids.Resize(leaves);
   c.ranked_keys = s.ranked_keys.data();
   c.ranked_ids = s.ranked_ids.data();
 }
@@ -373,17 +373,16 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   const std::int64_t bin_bytes =
       bins.num_rows * (bins.wide() ? 2 : 1) *
       (stride == bins.num_features ? stride : stride + bins.num_features);
-  // Bins, two row orders, kSlotsPerLeaf histograms and twice as many leaf records (and ranked
-  // open leaves) per leaf, the scan's candidates and small arrays.
+  // Bins, two row orders, kSlotsPerLeaf histograms and twice as many leaf records per leaf, a
+  // ranked open leaf per leaf, the scan's candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
   const std::int64_t chunks =
       std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);
   return bin_bytes + 8 * bins.num_rows +
          16 * kernels::kSlotsPerLeaf * layout.total_bins() * leaves +
          2 * kernels::kSlotsPerLeaf * leaves *
-             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief) + sizeof(RankKey) +
-                          sizeof(int)) +
-         leaves * std::int64_t(sizeof(kernels::BatchSplit)) +
+             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief)) +
+         leaves * std::int64_t(sizeof(kernels::BatchSplit) + sizeof(RankKey) + sizeof(int)) +
          2 * leaves * bins.num_features * chunks * std::int64_t(sizeof(kernels::ScanCandidate)) +
          (std::int64_t(1) << 20);
 }

@@ -251,8 +251,8 @@ struct GrowContext {
   int scan_chunks = 1;                  // work items per feature: the most thresholds / kScanChunk
   ScanCandidate* candidates = nullptr;  // 2 * num_leaves * num_features * scan_chunks
   unsigned int* leaf_scans = nullptr;   // 2 * num_leaves: items done per leaf (zero between)
-  // leaf_capacity each: the open leaves' keys and device leaves in best-first order, as the last
-  // selection left them (when splitting ahead).
+  // num_leaves each: the best open leaves' keys and device leaves in best-first order, as the
+  // last selection left them (when splitting ahead; at most its `remaining`, below num_leaves).
   RankKey* ranked_keys = nullptr;
   int* ranked_ids = nullptr;
 };

@@ -305,8 +305,8 @@ __device__ void Select(const GrowContext& context) {
       const unsigned long long* from =
           reinterpret_cast<const unsigned long long*>(context.briefs + id);
       words[k][0] = __ldcg(from);
-      words[k][1] = __ldcg(from + 4);
-      words[k][2] = __ldcg(from + 5);
+      words[k][1] = __ldcg(from + offsetof(LeafBrief, taken) / 8);
+      words[k][2] = __ldcg(from + offsetof(LeafBrief, left) / 8);
     }
     for (int k = 0; k < kBriefsInFlight; ++k) {
       const int id = first_id + k * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
@@ -461,10 +461,10 @@ __device__ void Select(const GrowContext& context) {
     __syncthreads();
   }
   if (ahead_room > 0) {
-    // An open leaf's rank is its place; only the best `remaining` may be taken.
+    // An open leaf's rank is its place in the kept list.
     for (int rank = threadIdx.x; rank < remaining; rank += blockDim.x) memory.by_rank[rank] = -1;
     __syncthreads();
-    for (int rank = threadIdx.x; rank < min(open, remaining); rank += blockDim.x) {
+    for (int rank = threadIdx.x; rank < open; rank += blockDim.x) {
       const int id = memory.top_ids[rank];
       if (id == chosen_id || memory.leaves[id].left >= 0) continue;
       const bool tree_leaf = memory.leaves[id].taken == kTreeLeaf;
