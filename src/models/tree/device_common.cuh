@@ -93,7 +93,7 @@ __device__ inline int BinOf(const Bin* bins, int stride, std::int64_t row, int f
 // The smaller child of a batch split: positions [begin, begin + count) of the row order.
 __device__ inline void SmallerChild(const BatchSplit& split, std::int64_t& begin,
                                     std::int64_t& count) {
-  begin = split.smaller_is_left ? split.begin : split.begin + split.lefts;
+  begin = split.smaller_is_left ? split.target : split.target + split.lefts;
   count = split.smaller_is_left ? split.lefts : split.end - split.begin - split.lefts;
 }
 
@@ -137,7 +137,7 @@ __device__ inline LeafChunk LeafChunkOf(const long long* ranges, const int* chun
 }
 
 // device_rows.cu's launchers (each checks its launch).
-// The batch's partitions (rows to the spare buffer).
+// The batch's partitions (rows to the other half of the row order).
 void LaunchPartition(const GrowContext& context, cudaStream_t stream);
 // The batch's smaller children's histograms (shared-memory and wide groups).
 void LaunchHistograms(const GrowContext& context, cudaStream_t stream);

@@ -85,13 +85,14 @@ struct DeviceTreeGrower::State {
   DeviceArray<int> global_groups;
   DeviceArray<std::uint8_t> bins8;
   DeviceArray<std::uint16_t> bins16;
+  DeviceArray<std::uint8_t> columns8;  // the same cells column by column
+  DeviceArray<std::uint16_t> columns16;
   DeviceArray<std::int64_t> offsets;
   DeviceArray<int> num_bins;
   DeviceArray<int> missing_bins;
   DeviceArray<std::uint8_t> categorical;
   DeviceArray<std::uint8_t> active;
-  DeviceArray<std::int32_t> order;
-  DeviceArray<std::int32_t> spare;
+  DeviceArray<std::int32_t> order;  // two halves of `rows` positions (GrowContext::half)
   int slots = 0;                 // histograms held: kSlotsPerLeaf (or fewer, 2 at least) per leaf
   DeviceArray<Word> histograms;  // 2 words per cell
   int dirty_slots = 0;           // histograms [0, dirty_slots) hold sums of the last tree
@@ -102,6 +103,8 @@ struct DeviceTreeGrower::State {
   DeviceArray<long long> tree_ranges;
   DeviceArray<int> leaf_prefix;
   DeviceArray<long long> leaf_sums;
+  DeviceArray<long long> repair_ranges;
+  DeviceArray<int> repair_prefix;
   DeviceArray<kernels::BatchSplit> batch;
   DeviceArray<int> scan_ids;
   DeviceArray<int> partition_prefix;
@@ -222,12 +225,20 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   Upload(s.global_groups, s.groups.global.data(), s.groups.global.size());
   kernels::GrowContext& c = s.context;
   c.bins.stride = kernels::PaddedStride(s.features);
+  c.bins.rows = s.rows;
+  const std::size_t cells = static_cast<std::size_t>(s.rows) * s.features;
   if (bins.wide()) {
     UploadRows(s.bins16, bins.bins16.data(), s.rows, s.features, c.bins.stride);
+    s.columns16.Resize(cells);
+    kernels::FillColumns(s.bins16.data(), c.bins.stride, s.rows, s.features, s.columns16.data());
     c.bins.bins16 = s.bins16.data();
+    c.bins.columns16 = s.columns16.data();
   } else {
     UploadRows(s.bins8, bins.bins8.data(), s.rows, s.features, c.bins.stride);
+    s.columns8.Resize(cells);
+    kernels::FillColumns(s.bins8.data(), c.bins.stride, s.rows, s.features, s.columns8.data());
     c.bins.bins8 = s.bins8.data();
+    c.bins.columns8 = s.columns8.data();
   }
   Upload(s.offsets, layout.offsets.data(), layout.offsets.size());
   std::vector<int> num_bins(static_cast<std::size_t>(s.features));
@@ -247,8 +258,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   Upload(s.missing_bins, missing_bins.data(), missing_bins.size());
   Upload(s.categorical, categorical.data(), categorical.size());
   s.active.Resize(static_cast<std::size_t>(s.features));
-  s.order.Resize(static_cast<std::size_t>(s.rows));
-  s.spare.Resize(static_cast<std::size_t>(s.rows));
+  s.order.Resize(2 * static_cast<std::size_t>(s.rows));
   const std::size_t leaves = static_cast<std::size_t>(num_leaves);
   int slots_per_leaf = kernels::kSlotsPerLeaf;
   const int select_leaves = params.num_leaves;
@@ -330,6 +340,11 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.tree_ranges = s.tree_ranges.data();
   c.leaf_prefix = s.leaf_prefix.data();
   c.leaf_sums = s.leaf_sums.data();
+  s.repair_ranges.Resize(2 * capacity);
+  s.repair_prefix.Resize(capacity + 1);
+  TFG_CUDA_CHECK(cudaMemset(s.repair_prefix.data(), 0, s.repair_prefix.bytes()));
+  c.repair_ranges = s.repair_ranges.data();
+  c.repair_prefix = s.repair_prefix.data();
   c.batch = s.batch.data();
   c.scan_ids = s.scan_ids.data();
   c.partition_prefix = s.partition_prefix.data();
@@ -337,7 +352,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.histogram_rows = s.histogram_rows.data();
   c.wide_prefix = s.wide_prefix.data();
   c.order = s.order.data();
-  c.spare = s.spare.data();
+  c.half = s.rows;
   c.cursors = s.cursors.data();
   c.histograms = s.histograms.data();
   c.slots = s.slots;
@@ -368,11 +383,12 @@ DeviceTreeGrower::~DeviceTreeGrower() = default;
 std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMapper& mapper,
                                              const GrowerParams& params) {
   const HistogramLayout layout(mapper);
-  // The device's rows are padded (kernels::PaddedStride); an unpadded copy passes through.
+  // The device's rows are padded (kernels::PaddedStride; an unpadded copy passes through),
+  // beside a column-major copy.
   const std::int64_t stride = kernels::PaddedStride(bins.num_features);
   const std::int64_t bin_bytes =
       bins.num_rows * (bins.wide() ? 2 : 1) *
-      (stride == bins.num_features ? stride : stride + bins.num_features);
+      ((stride == bins.num_features ? stride : stride + bins.num_features) + bins.num_features);
   // Bins, two row orders, kSlotsPerLeaf histograms and twice as many leaf records per leaf, a
   // ranked open leaf per leaf, the scan's candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
@@ -381,7 +397,8 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   return bin_bytes + 8 * bins.num_rows +
          16 * kernels::kSlotsPerLeaf * layout.total_bins() * leaves +
          2 * kernels::kSlotsPerLeaf * leaves *
-             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief)) +
+             std::int64_t(sizeof(kernels::GrowLeaf) + sizeof(kernels::LeafBrief) +
+                          3 * sizeof(long long)) +
          leaves * std::int64_t(sizeof(kernels::BatchSplit) + sizeof(RankKey) + sizeof(int)) +
          2 * leaves * bins.num_features * chunks * std::int64_t(sizeof(kernels::ScanCandidate)) +
          (std::int64_t(1) << 20);

@@ -45,8 +45,9 @@ class DeviceTreeGrower {
             const DeviceGradients& gradients, const std::vector<std::uint8_t>& active,
             std::uint64_t seed);
 
-  // The last tree's rows on the device: positions grouped by leaf (device_order), leaf l's
-  // [begin, end) as device_leaf_ranges()[2l, 2l + 1], and its unscaled leaf values.
+  // The last tree's rows on the device: positions grouped by leaf (device_order: two halves of
+  // the grower's rows, a leaf's range in one of them), leaf l's [begin, end) as
+  // device_leaf_ranges()[2l, 2l + 1], and its unscaled leaf values.
   const std::int32_t* device_order() const;
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;

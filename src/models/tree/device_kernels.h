@@ -170,24 +170,32 @@ struct SplitRule {
   std::uint32_t bitset[kBitsetWords];
 };
 
-// The bin matrix on the device: row-major, 8- or 16-bit cells.
+// The bin matrix on the device: row-major, 8- or 16-bit cells (a histogram reads every feature
+// of a row: one sector), and the same cells column by column, feature f's bin of row r at
+// f * rows + r (a partition reads one feature of a leaf's rows: those of a large leaf share
+// sectors in this layout, where row-major cells take a sector each).
 struct DeviceBins {
   const std::uint8_t* bins8 = nullptr;
   const std::uint16_t* bins16 = nullptr;
   int stride = 0;  // cells per row: the features, padded by PaddedStride
+  const std::uint8_t* columns8 = nullptr;
+  const std::uint16_t* columns16 = nullptr;
+  std::int64_t rows = 0;  // cells per column
 };
 
 // Cells per device row for `features` features: a multiple of 4, so that the cells of four
 // features from a multiple of 4 on are one aligned 32- or 64-bit word.
 inline int PaddedStride(int features) { return (features + 3) / 4 * 4; }
 
-// One leaf split of a batch: its rows order[begin, end) are partitioned by `rule` (lefts of
-// them go left), the smaller child's histogram is built from its rows and the parent's
+// One leaf split of a batch: its rows order[begin, end) are partitioned by `rule` into the
+// other half of the row order (GrowContext::half), order[target, target + lefts) going left and
+// the rest after them; the smaller child's histogram is built from its rows and the parent's
 // histogram becomes the larger child's by subtraction. The root is a "split" without
-// partition whose smaller child is all its rows.
+// partition whose smaller child is all its rows (target == begin).
 struct BatchSplit {
   std::int64_t begin;
   std::int64_t end;
+  std::int64_t target;
   std::int64_t lefts;
   SplitRule rule;
   Word* smaller;  // histogram built from rows (zeroed first)
@@ -227,10 +235,14 @@ struct GrowContext {
   GrowLeaf* leaves = nullptr;
   LeafBrief* briefs = nullptr;  // leaf_capacity, beside leaves
   int leaf_capacity = 0;
-  int* tree_to_device = nullptr;        // num_leaves
-  long long* tree_ranges = nullptr;     // 2 * num_leaves: tree leaves' ranges once done
-  int* leaf_prefix = nullptr;           // num_leaves + 1: first kLeafChunk item of each tree leaf
-  long long* leaf_sums = nullptr;       // num_leaves: fixed-point gradient sums of tree leaves
+  int* tree_to_device = nullptr;     // num_leaves
+  long long* tree_ranges = nullptr;  // 2 * num_leaves: tree leaves' ranges once done
+  int* leaf_prefix = nullptr;        // num_leaves + 1: first kLeafChunk item of each tree leaf
+  long long* leaf_sums = nullptr;    // num_leaves: fixed-point gradient sums of tree leaves
+  // leaf_capacity (+ 1): once done, the ranges of device leaves copied to their tree leaf's half
+  // and a work list over them (as tree_ranges and leaf_prefix).
+  long long* repair_ranges = nullptr;
+  int* repair_prefix = nullptr;
   BatchSplit* batch = nullptr;          // num_leaves
   int* scan_ids = nullptr;              // 2 * num_leaves
   int* partition_prefix = nullptr;      // num_leaves + 1
@@ -241,8 +253,10 @@ struct GrowContext {
   // as large ones).
   int histogram_slabs = 0;
   int* wide_prefix = nullptr;  // num_leaves + 1
+  // The row positions: two halves of `half` positions. A leaf's rows are a range of one half;
+  // a split's children take the same range of the other (so nothing is copied back).
   std::int32_t* order = nullptr;
-  std::int32_t* spare = nullptr;
+  std::int64_t half = 0;
   unsigned long long* cursors = nullptr;  // 2 * num_leaves
   Word* histograms = nullptr;
   int slots = 0;
@@ -273,6 +287,12 @@ void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients,
 
 // order[i] = i for i < count.
 void FillSequence(std::int32_t* order, std::int64_t count, Stream stream);
+
+// columns[f * rows + r] = bins[r * stride + f] for every row r < rows and feature f < features.
+void FillColumns(const std::uint8_t* bins, int stride, std::int64_t rows, int features,
+                 std::uint8_t* columns);
+void FillColumns(const std::uint16_t* bins, int stride, std::int64_t rows, int features,
+                 std::uint16_t* columns);
 
 // Histogram cells one block of the histogram kernel may sum in shared memory on the current
 // device: as many as two blocks per multiprocessor leave room for (at least kSharedCells), so

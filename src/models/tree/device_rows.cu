@@ -95,8 +95,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
     std::int64_t begin = 0;
     std::int64_t child_rows = 0;
     SmallerChild(split, begin, child_rows);
-    // A partitioned split's rows are still in spare (copied back after the histograms).
-    const std::int32_t* child = (split.partition ? context.spare : context.order) + begin;
+    const std::int32_t* child = context.order + begin;
     const std::int64_t chunk_rows = context.histogram_rows[s];
     if (chunk_rows == 0) {
       // A slab: the group's features in the item's aligned word of 4, of one run of kSlabRows
@@ -271,8 +270,7 @@ __global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
     for (std::int64_t at = threadIdx.x; at < items; at += blockDim.x) {
       const std::int64_t position = at / group_features;
       const int feature = group.first + static_cast<int>(at - position * group_features);
-      const std::int32_t row =
-          (split.partition ? context.spare : context.order)[begin + first_row + position];
+      const std::int32_t row = context.order[begin + first_row + position];
       const GradientPair pair = context.pairs[row];
       const std::int64_t cell =
           context.groups.offsets[feature] + BinOf(bins, context.bins.stride, row, feature);
@@ -283,25 +281,26 @@ __global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
   }
 }
 
-// Whether a row goes left at a split (the CPU's Partition rule).
+// Whether a row goes left at a split (the CPU's Partition rule), from the column-major cells.
 template <typename Bin>
-__device__ inline bool GoesLeft(const Bin* bins, int stride, const SplitRule& rule,
+__device__ inline bool GoesLeft(const Bin* columns, std::int64_t rows, const SplitRule& rule,
                                 std::int32_t row) {
-  const int bin = BinOf(bins, stride, row, rule.feature);
+  const int bin = columns[rule.feature * rows + row];
   if (rule.categorical) {
     return bin < kMaxCategoryBins && ((rule.bitset[bin / 32] >> (bin % 32)) & 1u);
   }
   return bin == rule.missing_bin ? rule.default_left : bin <= rule.threshold_bin;
 }
 
-// The batch's rows go to spare: a split's left ones from begin, right ones from begin + lefts.
+// The batch's rows go to the other half of the row order: a split's left ones from target,
+// right ones from target + lefts.
 // A work item is kPartitionRows positions of one split, kRowsPerThread per thread (their loads
 // all in flight before any is needed); it takes its slots with one atomic per side (the warps'
 // counts scanned in shared memory): the root of a large problem otherwise queues every warp of
 // the grid on the same two counters. Within a side the order is not kept (nothing downstream
 // depends on the order of a leaf's rows: every sum is an integer).
 template <typename Bin>
-__global__ void PartitionKernel(GrowContext context, const Bin* bins) {
+__global__ void PartitionKernel(GrowContext context, const Bin* columns) {
   const int count = context.state->batch_count;
   if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = context.state->partition_chunks;
@@ -326,7 +325,7 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
       row[k] = present[k] ? context.order[position] : 0;
     }
     for (int k = 0; k < kRowsPerThread; ++k) {
-      left[k] = present[k] && GoesLeft(bins, context.bins.stride, split.rule, row[k]);
+      left[k] = present[k] && GoesLeft(columns, context.bins.rows, split.rule, row[k]);
     }
     unsigned lefts[kRowsPerThread];
     unsigned rights[kRowsPerThread];
@@ -362,9 +361,9 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
     std::int64_t next_right = std::int64_t(bases[1] + warp_rights[warp]);
     for (int k = 0; k < kRowsPerThread; ++k) {
       if (left[k]) {
-        context.spare[next_left + __popc(lefts[k] & below)] = row[k];
+        context.order[next_left + __popc(lefts[k] & below)] = row[k];
       } else if (present[k]) {
-        context.spare[next_right + __popc(rights[k] & below)] = row[k];
+        context.order[next_right + __popc(rights[k] & below)] = row[k];
       }
       next_left += __popc(lefts[k]);
       next_right += __popc(rights[k]);
@@ -373,22 +372,11 @@ __global__ void PartitionKernel(GrowContext context, const Bin* bins) {
   }
 }
 
-// After the histograms: each partitioned range goes back from spare to the row order, and
-// each split's parent histogram becomes its larger child's (larger -= smaller).
+// After the histograms: each split's parent histogram becomes its larger child's
+// (larger -= smaller).
 __global__ void FinishKernel(GrowContext context) {
   const int count = context.state->batch_count;
   if (count == 0) return;  // a batch queued after the tree is complete
-  const int chunks = context.state->partition_chunks;
-  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
-    const int s = SplitOfItem(context.partition_prefix, count, item);
-    const BatchSplit& split = context.batch[s];
-    const std::int64_t start =
-        split.begin + std::int64_t(item - context.partition_prefix[s]) * kPartitionRows;
-    for (int k = 0; k < kRowsPerThread; ++k) {
-      const std::int64_t at = start + k * kThreads + threadIdx.x;
-      if (at < split.end) context.order[at] = context.spare[at];
-    }
-  }
   const std::int64_t words = 2 * context.groups.total_bins;
   const std::int64_t items = words * count;
   for (std::int64_t item = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; item < items;
@@ -419,6 +407,24 @@ __global__ void RootTotalKernel(GrowContext context) {
   }
 }
 
+template <typename Bin>
+__global__ void ColumnsKernel(const Bin* bins, int stride, std::int64_t rows, int features,
+                              Bin* columns) {
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
+       row += std::int64_t(gridDim.x) * blockDim.x) {
+    for (int feature = 0; feature < features; ++feature) {
+      columns[feature * rows + row] = bins[row * stride + feature];
+    }
+  }
+}
+
+template <typename Bin>
+void LaunchColumns(const Bin* bins, int stride, std::int64_t rows, int features, Bin* columns) {
+  if (rows == 0) return;
+  ColumnsKernel<Bin><<<GridFor(rows), kThreads>>>(bins, stride, rows, features, columns);
+  CheckLaunch("ColumnsKernel");
+}
+
 // Calls launch(cells) with the bin matrix's 8- or 16-bit cells (one kernel instantiation each).
 template <typename Launch>
 void ForCellWidth(const DeviceBins& bins, Launch launch) {
@@ -431,12 +437,23 @@ void ForCellWidth(const DeviceBins& bins, Launch launch) {
 
 }  // namespace
 
+void FillColumns(const std::uint8_t* bins, int stride, std::int64_t rows, int features,
+                 std::uint8_t* columns) {
+  LaunchColumns(bins, stride, rows, features, columns);
+}
+
+void FillColumns(const std::uint16_t* bins, int stride, std::int64_t rows, int features,
+                 std::uint16_t* columns) {
+  LaunchColumns(bins, stride, rows, features, columns);
+}
+
 void LaunchPartition(const GrowContext& context, cudaStream_t stream) {
-  ForCellWidth(context.bins, [&](const auto* bins) {
-    using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
-    PartitionKernel<Bin>
-        <<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context, bins);
-  });
+  const unsigned blocks = static_cast<unsigned>(context.max_blocks);
+  if (context.bins.columns16 != nullptr) {
+    PartitionKernel<<<blocks, kThreads, 0, stream>>>(context, context.bins.columns16);
+  } else {
+    PartitionKernel<<<blocks, kThreads, 0, stream>>>(context, context.bins.columns8);
+  }
   CheckLaunch("PartitionKernel");
 }
 

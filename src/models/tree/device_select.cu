@@ -161,6 +161,7 @@ __global__ void RootKernel(GrowContext context, long long count, unsigned long l
   BatchSplit root{};
   root.begin = 0;
   root.end = count;
+  root.target = 0;
   root.lefts = count;
   root.smaller = HistogramOf(context, 0);
   root.larger = nullptr;
@@ -277,8 +278,9 @@ __device__ void Select(const GrowContext& context) {
   for (int s = threadIdx.x; s < state.batch_count; s += blockDim.x) {
     const BatchSplit& split = context.batch[s];
     if (split.partition &&
-        (context.cursors[2 * s] != static_cast<unsigned long long>(split.begin + split.lefts) ||
-         context.cursors[2 * s + 1] != static_cast<unsigned long long>(split.end))) {
+        (context.cursors[2 * s] != static_cast<unsigned long long>(split.target + split.lefts) ||
+         context.cursors[2 * s + 1] !=
+             static_cast<unsigned long long>(split.target + split.end - split.begin))) {
       bad_partition = 1;
     }
   }
@@ -405,7 +407,61 @@ __device__ void Select(const GrowContext& context) {
       const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
       if (leaf < leaves) context.leaf_prefix[leaf] = static_cast<int>(leaf_chunks[k]);
     }
+    // A tree leaf's range holds its rows unless a split two levels below it was made ahead:
+    // its grandchildren's partitions wrote over the range (their half of the row order is its
+    // half). Its rows are then the ranges of the device leaves below it that have no children
+    // (pieces): those an even number of levels down lie in its half already, those an odd
+    // number down are copied across by RepairKernel (the same positions of the other half) before
+    // the leaf sums read the range.
+    int* parent = reinterpret_cast<int*>(memory.keys);  // keys are not needed any more
+    for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
+      const SelectLeaf leaf = memory.leaves[id];
+      if (leaf.left >= 0) {
+        parent[leaf.left] = id;
+        parent[leaf.right] = id;
+      }
+      if (id == 0) parent[0] = 0;  // no device leaf's child
+    }
+    __syncthreads();
+    unsigned long long pieces_before = 0;  // chunks of the rounds before
+    for (int first = 0; first < device_leaves; first += kSelectThreads * kSplitsPerThread) {
+      unsigned long long piece_chunks[kSplitsPerThread];
+      for (int k = 0; k < kSplitsPerThread; ++k) {
+        const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+        piece_chunks[k] = 0;
+        if (id >= device_leaves || memory.leaves[id].left >= 0) continue;
+        int owner = id;
+        int levels = 0;
+        while (memory.leaves[owner].taken != kTreeLeaf && levels < device_leaves) {
+          owner = parent[owner];
+          ++levels;
+        }
+        if (levels % 2 == 0 || memory.leaves[owner].taken != kTreeLeaf) continue;
+        const SelectLeaf tree_leaf = memory.leaves[owner];
+        if (memory.leaves[tree_leaf.left].left < 0 && memory.leaves[tree_leaf.right].left < 0) {
+          continue;  // nothing two levels down: the tree leaf's range is whole
+        }
+        const GrowLeaf* record = context.leaves + id;
+        const long long begin = __ldcg(&record->begin);
+        const long long end = __ldcg(&record->end);
+        context.repair_ranges[2 * id] = begin;
+        context.repair_ranges[2 * id + 1] = end;
+        piece_chunks[k] =
+            static_cast<unsigned long long>((end - begin + kLeafChunk - 1) / kLeafChunk);
+      }
+      __syncthreads();  // the scan storage is used again
+      unsigned long long round_chunks = 0;
+      Scan(scan_storage).ExclusiveSum(piece_chunks, piece_chunks, round_chunks);
+      for (int k = 0; k < kSplitsPerThread; ++k) {
+        const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+        if (id < device_leaves) {
+          context.repair_prefix[id] = static_cast<int>(pieces_before + piece_chunks[k]);
+        }
+      }
+      pieces_before += round_chunks;
+    }
     if (threadIdx.x == 0) {
+      context.repair_prefix[device_leaves] = static_cast<int>(pieces_before);
       context.leaf_prefix[leaves] = static_cast<int>(total_chunks);
       state.done = 1;
       state.batch_count = 0;
@@ -511,6 +567,7 @@ __device__ void Select(const GrowContext& context) {
     if (threadIdx.x == 0) {
       state.error = kGrowOutOfSlots;
       context.leaf_prefix[leaves] = 0;  // no leaf work: the host reports the error
+      context.repair_prefix[state.device_leaves] = 0;
       state.done = 1;
       state.batch_count = 0;
       state.scan_count = 0;
@@ -537,9 +594,12 @@ __device__ void Select(const GrowContext& context) {
     const int fresh = first_slot + at;
     const unsigned long long left_key = context.ahead ? 0 : nodes;
     const unsigned long long right_key = context.ahead ? 0 : nodes + 1;
-    OpenLeaf(context.leaves[left], parent.begin, parent.begin + lefts, parent.left_packed,
-             parent.left_hessian, parent.depth + 1, left_smaller ? fresh : parent.slot, left_key);
-    OpenLeaf(context.leaves[right], parent.begin + lefts, parent.end,
+    // The children's rows go to the same range of the other half of the row order.
+    const long long target =
+        parent.begin < context.half ? parent.begin + context.half : parent.begin - context.half;
+    OpenLeaf(context.leaves[left], target, target + lefts, parent.left_packed, parent.left_hessian,
+             parent.depth + 1, left_smaller ? fresh : parent.slot, left_key);
+    OpenLeaf(context.leaves[right], target + lefts, target + lefts + rights,
              parent.total_packed - parent.left_packed, parent.total_hessian - parent.left_hessian,
              parent.depth + 1, left_smaller ? parent.slot : fresh, right_key);
     const LeafBrief brief = LoadThroughL2(context.briefs + id);
@@ -554,6 +614,7 @@ __device__ void Select(const GrowContext& context) {
     BatchSplit split{};
     split.begin = parent.begin;
     split.end = parent.end;
+    split.target = target;
     split.lefts = lefts;
     split.rule.feature = parent.feature;
     split.rule.threshold_bin = parent.threshold_bin;
@@ -566,8 +627,8 @@ __device__ void Select(const GrowContext& context) {
     split.smaller_is_left = left_smaller ? 1 : 0;
     split.partition = 1;
     context.batch[at] = split;
-    context.cursors[2 * at] = static_cast<unsigned long long>(split.begin);
-    context.cursors[2 * at + 1] = static_cast<unsigned long long>(split.begin + split.lefts);
+    context.cursors[2 * at] = static_cast<unsigned long long>(target);
+    context.cursors[2 * at + 1] = static_cast<unsigned long long>(target + lefts);
     context.leaves[id].left = left;
     context.leaves[id].right = right;
     context.scan_ids[2 * at] = left;
@@ -642,6 +703,20 @@ __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context
   __threadfence();
   if (threadIdx.x == 0) state.scans_finished = 0;
   Select(context);
+}
+
+// Copies the pieces of overwritten tree leaf ranges (see Select) to the tree leaves' halves:
+// work items are chunks of kLeafChunk positions of one piece (repair_prefix).
+__global__ void RepairKernel(GrowContext context) {
+  const int device_leaves = context.state->device_leaves;
+  const int chunks = context.repair_prefix[device_leaves];
+  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+    const LeafChunk chunk =
+        LeafChunkOf(context.repair_ranges, context.repair_prefix, device_leaves, item);
+    for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
+      context.order[at < context.half ? at + context.half : at - context.half] = context.order[at];
+    }
+  }
 }
 
 // The tree leaves' sums of their rows' exact gradients in fixed point at the CPU grower's
@@ -771,6 +846,8 @@ void EnqueueBatch(const GrowContext& context, Stream stream) {
 
 void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
                        Stream stream) {
+  RepairKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context);
+  CheckLaunch("RepairKernel");
   LeafSumKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(
       context, exact_gradients);
   CheckLaunch("LeafSumKernel");
