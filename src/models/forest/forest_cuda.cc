@@ -11,6 +11,7 @@
 #include "device/cuda_device.h"
 #include "models/forest/forest_batch.h"
 #include "models/forest/forest_kernels.h"
+#include "models/tree/device_kernels.h"
 
 namespace tabforge::forest {
 namespace {
@@ -38,6 +39,19 @@ void UploadRange(DeviceArray<T>& target, const T* source, std::size_t count,
     TFG_CUDA_CHECK(
         cudaMemcpyAsync(target.data(), source, count * sizeof(T), cudaMemcpyHostToDevice, stream));
   }
+}
+
+// Uploads a row-major bin matrix of `features` columns as the column-major one the kernels
+// read, turned around on the device.
+template <typename Cell>
+void UploadColumns(DeviceArray<Cell>& target, const std::vector<Cell>& cells, int features,
+                   kernels::Stream stream) {
+  DeviceArray<Cell> staged;
+  UploadRange(staged, cells.data(), cells.size(), stream);
+  Reserve(target, cells.size());
+  const auto rows = static_cast<std::int64_t>(features > 0 ? cells.size() / features : 0);
+  tree::kernels::FillColumns(staged.data(), features, rows, features, target.data(), stream);
+  TFG_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the staged copy is freed
 }
 
 template <typename T>
@@ -91,10 +105,12 @@ class CudaBatchDevice final : public BatchDevice {
     for (int feature = 0; feature < mapper.num_features(); ++feature) {
       has_categorical_ = has_categorical_ || mapper.feature(feature).categorical;
     }
+    // The kernels read the bins column by column: the host's rows go up as they are and are
+    // turned around on the device.
     if (bins.wide()) {
-      UploadRange(bins16_, bins.bins16.data(), bins.bins16.size(), stream_);
+      UploadColumns(bins16_, bins.bins16, bins.num_features, stream_);
     } else {
-      UploadRange(bins8_, bins.bins8.data(), bins.bins8.size(), stream_);
+      UploadColumns(bins8_, bins.bins8, bins.num_features, stream_);
     }
     if (rules_.criterion == kernels::kCriterionSquaredError) {
       UploadRange(target_units_, data_.target_units, static_cast<std::size_t>(rows_), stream_);
@@ -133,7 +149,6 @@ class CudaBatchDevice final : public BatchDevice {
 
     rows_view_.bins8 = bins.wide() ? nullptr : bins8_.data();
     rows_view_.bins16 = bins.wide() ? bins16_.data() : nullptr;
-    rows_view_.stride = bins.num_features;
     rows_view_.classes = classes_.data();
     rows_view_.target_units = target_units_.data();
     rows_view_.rows = rows_;

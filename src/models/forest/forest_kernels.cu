@@ -34,7 +34,7 @@ constexpr int kEvalBlocksPerSm = 4;
 constexpr int kBitmapWords = 64;
 
 __device__ int BinAt(const DeviceRows& data, std::int32_t row, int feature) {
-  const std::size_t at = static_cast<std::size_t>(row) * data.stride + feature;
+  const std::size_t at = static_cast<std::size_t>(feature) * data.rows + row;
   return data.bins8 != nullptr ? data.bins8[at] : data.bins16[at];
 }
 

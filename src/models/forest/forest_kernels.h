@@ -47,9 +47,10 @@ struct NodeOutcome {
 
 // The trees' fixed inputs on the device.
 struct DeviceRows {
-  const std::uint8_t* bins8;  // row-major bins, one of the two set
+  // Column-major bins, one of the two set: feature f's bin of row r at f * rows + r (every
+  // kernel reads one feature of a node's rows, which lie in ascending order).
+  const std::uint8_t* bins8;
   const std::uint16_t* bins16;
-  int stride;                     // features per row
   const std::int32_t* classes;    // classification
   const long long* target_units;  // regression: targets in units (QuantizeTargets)
   long long rows;

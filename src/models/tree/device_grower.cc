@@ -230,13 +230,15 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   if (bins.wide()) {
     UploadRows(s.bins16, bins.bins16.data(), s.rows, s.features, c.bins.stride);
     s.columns16.Resize(cells);
-    kernels::FillColumns(s.bins16.data(), c.bins.stride, s.rows, s.features, s.columns16.data());
+    kernels::FillColumns(s.bins16.data(), c.bins.stride, s.rows, s.features, s.columns16.data(),
+                         nullptr);
     c.bins.bins16 = s.bins16.data();
     c.bins.columns16 = s.columns16.data();
   } else {
     UploadRows(s.bins8, bins.bins8.data(), s.rows, s.features, c.bins.stride);
     s.columns8.Resize(cells);
-    kernels::FillColumns(s.bins8.data(), c.bins.stride, s.rows, s.features, s.columns8.data());
+    kernels::FillColumns(s.bins8.data(), c.bins.stride, s.rows, s.features, s.columns8.data(),
+                         nullptr);
     c.bins.bins8 = s.bins8.data();
     c.bins.columns8 = s.columns8.data();
   }

@@ -288,11 +288,12 @@ void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients,
 // order[i] = i for i < count.
 void FillSequence(std::int32_t* order, std::int64_t count, Stream stream);
 
-// columns[f * rows + r] = bins[r * stride + f] for every row r < rows and feature f < features.
+// columns[f * rows + r] = bins[r * stride + f] for every row r < rows and feature f < features
+// (device arrays).
 void FillColumns(const std::uint8_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint8_t* columns);
+                 std::uint8_t* columns, Stream stream);
 void FillColumns(const std::uint16_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint16_t* columns);
+                 std::uint16_t* columns, Stream stream);
 
 // Histogram cells one block of the histogram kernel may sum in shared memory on the current
 // device: as many as two blocks per multiprocessor leave room for (at least kSharedCells), so

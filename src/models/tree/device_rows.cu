@@ -419,9 +419,10 @@ __global__ void ColumnsKernel(const Bin* bins, int stride, std::int64_t rows, in
 }
 
 template <typename Bin>
-void LaunchColumns(const Bin* bins, int stride, std::int64_t rows, int features, Bin* columns) {
+void LaunchColumns(const Bin* bins, int stride, std::int64_t rows, int features, Bin* columns,
+                   cudaStream_t stream) {
   if (rows == 0) return;
-  ColumnsKernel<Bin><<<GridFor(rows), kThreads>>>(bins, stride, rows, features, columns);
+  ColumnsKernel<Bin><<<GridFor(rows), kThreads, 0, stream>>>(bins, stride, rows, features, columns);
   CheckLaunch("ColumnsKernel");
 }
 
@@ -438,13 +439,13 @@ void ForCellWidth(const DeviceBins& bins, Launch launch) {
 }  // namespace
 
 void FillColumns(const std::uint8_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint8_t* columns) {
-  LaunchColumns(bins, stride, rows, features, columns);
+                 std::uint8_t* columns, cudaStream_t stream) {
+  LaunchColumns(bins, stride, rows, features, columns, stream);
 }
 
 void FillColumns(const std::uint16_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint16_t* columns) {
-  LaunchColumns(bins, stride, rows, features, columns);
+                 std::uint16_t* columns, cudaStream_t stream) {
+  LaunchColumns(bins, stride, rows, features, columns, stream);
 }
 
 void LaunchPartition(const GrowContext& context, cudaStream_t stream) {
