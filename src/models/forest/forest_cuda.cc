@@ -396,12 +396,14 @@ std::unique_ptr<BatchDevice> MakeCudaBatchDevice(const BatchData& data, int devi
         max_bins, width, shared / 1024, shared_limit / 1024);
     return nullptr;
   }
-  // Memory: the shared inputs and the node lists of one call (at most kCallBytes), then per
-  // slot the bootstrap counts, row order and tags and their scratch (28 bytes a row).
+  // Memory: the shared inputs (the bins twice: they are turned around through a staged copy)
+  // and the node lists of one call (at most kCallBytes), then per slot the bootstrap counts,
+  // row order and tags and their scratch (28 bytes a row).
   const std::int64_t rows = data.bins->num_rows;
   const auto budget = static_cast<std::int64_t>(double(info.free_bytes) * memory_fraction);
-  const std::int64_t fixed = rows * (data.bins->num_features * (data.bins->wide() ? 2 : 1) + 8) +
-                             (data.draws > 0 ? data.draws : rows) * 8 + 2 * kCallBytes;
+  const std::int64_t bin_bytes = rows * data.bins->num_features * (data.bins->wide() ? 2 : 1);
+  const std::int64_t fixed =
+      2 * bin_bytes + rows * 8 + (data.draws > 0 ? data.draws : rows) * 8 + 2 * kCallBytes;
   const std::int64_t per_slot = rows * 28 + (1ll << 20);
   const std::int64_t fits = (budget - fixed) / per_slot;
   if (fits < 1) {

@@ -141,7 +141,7 @@ __device__ inline LeafChunk LeafChunkOf(const long long* ranges, const int* chun
 void LaunchPartition(const GrowContext& context, cudaStream_t stream);
 // The batch's smaller children's histograms (shared-memory and wide groups).
 void LaunchHistograms(const GrowContext& context, cudaStream_t stream);
-// The copy back of partitioned rows and the parent-minus-child subtractions.
+// The parent-minus-child subtractions.
 void LaunchFinish(const GrowContext& context, cudaStream_t stream);
 // The root's sums from its histogram.
 void LaunchRootTotal(const GrowContext& context, cudaStream_t stream);

@@ -391,8 +391,8 @@ std::int64_t DeviceTreeGrower::EstimateBytes(const BinMatrix& bins, const BinMap
   const std::int64_t bin_bytes =
       bins.num_rows * (bins.wide() ? 2 : 1) *
       ((stride == bins.num_features ? stride : stride + bins.num_features) + bins.num_features);
-  // Bins, two row orders, kSlotsPerLeaf histograms and twice as many leaf records per leaf, a
-  // ranked open leaf per leaf, the scan's candidates and small arrays.
+  // Bins, a row order of two halves, kSlotsPerLeaf histograms and twice as many leaf records per
+  // leaf, a ranked open leaf per leaf, the scan's candidates and small arrays.
   const std::int64_t leaves = std::max(params.num_leaves, 2);
   const std::int64_t chunks =
       std::max(1, (mapper.MaxBins() - 1 + kernels::kScanChunk - 1) / kernels::kScanChunk);

@@ -46,8 +46,9 @@ class DeviceTreeGrower {
             std::uint64_t seed);
 
   // The last tree's rows on the device: positions grouped by leaf (device_order: two halves of
-  // the grower's rows, a leaf's range in one of them), leaf l's [begin, end) as
-  // device_leaf_ranges()[2l, 2l + 1], and its unscaled leaf values.
+  // the grower's rows, a leaf's range in one of them; positions outside the tree leaves'
+  // ranges hold nothing meaningful), leaf l's [begin, end) as device_leaf_ranges()[2l, 2l + 1],
+  // and its unscaled leaf values.
   const std::int32_t* device_order() const;
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;

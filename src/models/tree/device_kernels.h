@@ -76,9 +76,9 @@ struct RoundScales {
   double max_abs_gradient;  // bound of the exact gradients
 };
 
-// A leaf of the tree being grown: positions [begin, end) of the row order, its sums, and its
-// best split (feature < 0: none). Device leaves are never removed: a split made ahead and never
-// chosen is simply not replayed into the tree.
+// A leaf of the tree being grown: positions [begin, end) of the row order (within one of its
+// halves), its sums, and its best split (feature < 0: none). Device leaves are never removed: a
+// split made ahead and never chosen is simply not replayed into the tree.
 struct GrowLeaf {
   long long begin;
   long long end;
@@ -280,8 +280,9 @@ void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t s
 // splits, and the next selection. A batch queued after the tree is complete does nothing.
 void EnqueueBatch(const GrowContext& context, Stream stream);
 
-// Once the tree is complete: values[l] = the value of tree leaf l from its rows' exact
-// gradients, summed in fixed point as the CPU grower sums them.
+// Once the tree is complete: the tree leaves' ranges made whole again where splits made ahead
+// wrote over them (RepairKernel), then values[l] = the value of tree leaf l from its rows'
+// exact gradients, summed in fixed point as the CPU grower sums them.
 void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
                        Stream stream);
 

@@ -1,6 +1,6 @@
 // The CUDA grower's row kernels: a batch's partitions, its smaller children's histograms as
-// integer sums with shared-memory atomics (so the order of addition cannot matter), the copy
-// back and parent-minus-child subtractions, and the root's sums. Each reads its work items from
+// integer sums with shared-memory atomics (so the order of addition cannot matter), the
+// parent-minus-child subtractions, and the root's sums. Each reads its work items from
 // the growth state the previous selection wrote (device_select.cu), so its launch shape is fixed.
 #include <type_traits>
 
@@ -407,25 +407,6 @@ __global__ void RootTotalKernel(GrowContext context) {
   }
 }
 
-template <typename Bin>
-__global__ void ColumnsKernel(const Bin* bins, int stride, std::int64_t rows, int features,
-                              Bin* columns) {
-  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; row < rows;
-       row += std::int64_t(gridDim.x) * blockDim.x) {
-    for (int feature = 0; feature < features; ++feature) {
-      columns[feature * rows + row] = bins[row * stride + feature];
-    }
-  }
-}
-
-template <typename Bin>
-void LaunchColumns(const Bin* bins, int stride, std::int64_t rows, int features, Bin* columns,
-                   cudaStream_t stream) {
-  if (rows == 0) return;
-  ColumnsKernel<Bin><<<GridFor(rows), kThreads, 0, stream>>>(bins, stride, rows, features, columns);
-  CheckLaunch("ColumnsKernel");
-}
-
 // Calls launch(cells) with the bin matrix's 8- or 16-bit cells (one kernel instantiation each).
 template <typename Launch>
 void ForCellWidth(const DeviceBins& bins, Launch launch) {
@@ -437,16 +418,6 @@ void ForCellWidth(const DeviceBins& bins, Launch launch) {
 }
 
 }  // namespace
-
-void FillColumns(const std::uint8_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint8_t* columns, cudaStream_t stream) {
-  LaunchColumns(bins, stride, rows, features, columns, stream);
-}
-
-void FillColumns(const std::uint16_t* bins, int stride, std::int64_t rows, int features,
-                 std::uint16_t* columns, cudaStream_t stream) {
-  LaunchColumns(bins, stride, rows, features, columns, stream);
-}
 
 void LaunchPartition(const GrowContext& context, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(context.max_blocks);

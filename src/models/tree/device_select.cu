@@ -191,7 +191,7 @@ static_assert(2 * kSlotsPerLeaf * kMaxLeaves < 32768, "device leaves fit a Selec
 // open leaves in order and the leaves split ahead by rank.
 struct SelectMemory {
   SelectLeaf* leaves;  // leaf_capacity
-  RankKey* keys;       // leaf_capacity (the end of Select reuses it for the splits' items)
+  RankKey* keys;       // leaf_capacity (reused for the splits' items and ListRepairPieces)
   double* view_gains;  // num_leaves
   int* open_ids;       // leaf_capacity
   int* view_ids;       // num_leaves
@@ -234,6 +234,72 @@ __device__ inline Record LoadThroughL2(const Record* record) {
   unsigned long long* to = reinterpret_cast<unsigned long long*>(&copy);
   for (int word = 0; word < int(sizeof(Record) / 8); ++word) to[word] = __ldcg(from + word);
   return copy;
+}
+
+using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
+
+// Once the tree is complete (the selection's view of it in `memory`, its leaves marked
+// kTreeLeaf): the pieces RepairKernel copies, as a work list over device leaves
+// (repair_ranges, repair_prefix); returns its work items. A tree leaf's range holds its rows
+// unless a split two levels below it was made ahead: its grandchildren's partitions wrote over
+// the range (their half of the row order is its half). Its rows are then the ranges of the
+// device leaves below it that have no children (pieces): those an even number of levels down
+// lie in its half already, those an odd number down are copied across. Reuses memory.keys.
+__device__ int ListRepairPieces(const GrowContext& context, const SelectMemory& memory,
+                                int device_leaves, Scan::TempStorage& scan_storage) {
+  GrowState& state = *context.state;
+  int* parent_of = reinterpret_cast<int*>(memory.keys);
+  for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
+    const SelectLeaf leaf = memory.leaves[id];
+    if (leaf.left >= 0) {
+      parent_of[leaf.left] = id;
+      parent_of[leaf.right] = id;
+    }
+    if (id == 0) parent_of[0] = 0;  // no device leaf's child
+  }
+  __syncthreads();
+  unsigned long long chunks_before = 0;  // work items of the rounds before
+  for (int first = 0; first < device_leaves; first += kSelectThreads * kSplitsPerThread) {
+    unsigned long long piece_chunks[kSplitsPerThread];
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      piece_chunks[k] = 0;
+      if (id >= device_leaves || memory.leaves[id].left >= 0) continue;
+      int owner = id;
+      int levels = 0;
+      while (memory.leaves[owner].taken != kTreeLeaf && levels < device_leaves) {
+        owner = parent_of[owner];
+        ++levels;
+      }
+      if (memory.leaves[owner].taken != kTreeLeaf) {
+        state.error = kGrowBadPartition;  // a device leaf below no tree leaf: never expected
+        continue;
+      }
+      if (levels % 2 == 0) continue;
+      const SelectLeaf tree_leaf = memory.leaves[owner];
+      if (memory.leaves[tree_leaf.left].left < 0 && memory.leaves[tree_leaf.right].left < 0) {
+        continue;  // nothing two levels down: the tree leaf's range is whole
+      }
+      const GrowLeaf* record = context.leaves + id;
+      const long long begin = __ldcg(&record->begin);
+      const long long end = __ldcg(&record->end);
+      context.repair_ranges[2 * id] = begin;
+      context.repair_ranges[2 * id + 1] = end;
+      piece_chunks[k] =
+          static_cast<unsigned long long>((end - begin + kLeafChunk - 1) / kLeafChunk);
+    }
+    __syncthreads();  // the scan storage is used again
+    unsigned long long round_chunks = 0;
+    Scan(scan_storage).ExclusiveSum(piece_chunks, piece_chunks, round_chunks);
+    for (int k = 0; k < kSplitsPerThread; ++k) {
+      const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
+      if (id < device_leaves) {
+        context.repair_prefix[id] = static_cast<int>(chunks_before + piece_chunks[k]);
+      }
+    }
+    chunks_before += round_chunks;
+  }
+  return static_cast<int>(chunks_before);
 }
 
 // After a batch: checks its partitions, replays the best-first choices the CPU loop makes
@@ -383,7 +449,6 @@ __device__ void Select(const GrowContext& context) {
     memory.leaves[memory.view_ids[leaf]].taken = kTreeLeaf;  // in shared memory only
   }
   __syncthreads();
-  using Scan = cub::BlockScan<unsigned long long, kSelectThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   if (chosen < 0) {
     // The tree leaves' ranges and a work list over their rows (chunks of kLeafChunk
@@ -407,61 +472,9 @@ __device__ void Select(const GrowContext& context) {
       const int leaf = static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
       if (leaf < leaves) context.leaf_prefix[leaf] = static_cast<int>(leaf_chunks[k]);
     }
-    // A tree leaf's range holds its rows unless a split two levels below it was made ahead:
-    // its grandchildren's partitions wrote over the range (their half of the row order is its
-    // half). Its rows are then the ranges of the device leaves below it that have no children
-    // (pieces): those an even number of levels down lie in its half already, those an odd
-    // number down are copied across by RepairKernel (the same positions of the other half) before
-    // the leaf sums read the range.
-    int* parent = reinterpret_cast<int*>(memory.keys);  // keys are not needed any more
-    for (int id = threadIdx.x; id < device_leaves; id += blockDim.x) {
-      const SelectLeaf leaf = memory.leaves[id];
-      if (leaf.left >= 0) {
-        parent[leaf.left] = id;
-        parent[leaf.right] = id;
-      }
-      if (id == 0) parent[0] = 0;  // no device leaf's child
-    }
-    __syncthreads();
-    unsigned long long pieces_before = 0;  // chunks of the rounds before
-    for (int first = 0; first < device_leaves; first += kSelectThreads * kSplitsPerThread) {
-      unsigned long long piece_chunks[kSplitsPerThread];
-      for (int k = 0; k < kSplitsPerThread; ++k) {
-        const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
-        piece_chunks[k] = 0;
-        if (id >= device_leaves || memory.leaves[id].left >= 0) continue;
-        int owner = id;
-        int levels = 0;
-        while (memory.leaves[owner].taken != kTreeLeaf && levels < device_leaves) {
-          owner = parent[owner];
-          ++levels;
-        }
-        if (levels % 2 == 0 || memory.leaves[owner].taken != kTreeLeaf) continue;
-        const SelectLeaf tree_leaf = memory.leaves[owner];
-        if (memory.leaves[tree_leaf.left].left < 0 && memory.leaves[tree_leaf.right].left < 0) {
-          continue;  // nothing two levels down: the tree leaf's range is whole
-        }
-        const GrowLeaf* record = context.leaves + id;
-        const long long begin = __ldcg(&record->begin);
-        const long long end = __ldcg(&record->end);
-        context.repair_ranges[2 * id] = begin;
-        context.repair_ranges[2 * id + 1] = end;
-        piece_chunks[k] =
-            static_cast<unsigned long long>((end - begin + kLeafChunk - 1) / kLeafChunk);
-      }
-      __syncthreads();  // the scan storage is used again
-      unsigned long long round_chunks = 0;
-      Scan(scan_storage).ExclusiveSum(piece_chunks, piece_chunks, round_chunks);
-      for (int k = 0; k < kSplitsPerThread; ++k) {
-        const int id = first + static_cast<int>(threadIdx.x) * kSplitsPerThread + k;
-        if (id < device_leaves) {
-          context.repair_prefix[id] = static_cast<int>(pieces_before + piece_chunks[k]);
-        }
-      }
-      pieces_before += round_chunks;
-    }
+    const int repair_chunks = ListRepairPieces(context, memory, device_leaves, scan_storage);
     if (threadIdx.x == 0) {
-      context.repair_prefix[device_leaves] = static_cast<int>(pieces_before);
+      context.repair_prefix[device_leaves] = repair_chunks;
       context.leaf_prefix[leaves] = static_cast<int>(total_chunks);
       state.done = 1;
       state.batch_count = 0;
@@ -705,68 +718,8 @@ __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context
   Select(context);
 }
 
-// Copies the pieces of overwritten tree leaf ranges (see Select) to the tree leaves' halves:
-// work items are chunks of kLeafChunk positions of one piece (repair_prefix).
-__global__ void RepairKernel(GrowContext context) {
-  const int device_leaves = context.state->device_leaves;
-  const int chunks = context.repair_prefix[device_leaves];
-  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
-    const LeafChunk chunk =
-        LeafChunkOf(context.repair_ranges, context.repair_prefix, device_leaves, item);
-    for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
-      context.order[at < context.half ? at + context.half : at - context.half] = context.order[at];
-    }
-  }
-}
-
-// The tree leaves' sums of their rows' exact gradients in fixed point at the CPU grower's
-// scale: work items are chunks of kLeafChunk positions of one leaf (leaf_prefix), each adding
-// its integer sum to the leaf's.
-__global__ void LeafSumKernel(GrowContext context, const float* gradients) {
-  const GrowState& state = *context.state;
-  const int leaves = state.tree_leaves;
-  const int chunks = context.leaf_prefix[leaves];
-  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
-  using Reduce = cub::BlockReduce<long long, kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
-    const LeafChunk chunk = LeafChunkOf(context.tree_ranges, context.leaf_prefix, leaves, item);
-    const int leaf = chunk.leaf;
-    long long sum = 0;
-    for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
-      sum += RoundToInteger(double(gradients[context.order[at]]) * fixed);
-    }
-    const long long total = Reduce(storage).Sum(sum);
-    if (threadIdx.x == 0) {
-      atomicAdd(reinterpret_cast<unsigned long long*>(&context.leaf_sums[leaf]),
-                static_cast<unsigned long long>(total));
-    }
-    __syncthreads();  // the reduction's storage is reused by the next item
-  }
-}
-
-// values[l] = tree leaf l's value from its sums.
-__global__ void LeafValueKernel(GrowContext context, double* values) {
-  const GrowState& state = *context.state;
-  const double fixed = FixedPointScale(context.scales->max_abs_gradient, state.count);
-  for (int leaf = blockIdx.x * blockDim.x + threadIdx.x; leaf < state.tree_leaves;
-       leaf += gridDim.x * blockDim.x) {
-    const GrowLeaf& record = context.leaves[context.tree_to_device[leaf]];
-    values[leaf] =
-        LeafValue(double(context.leaf_sums[leaf]) / fixed,
-                  double(record.total_hessian) * context.scales->hessian_scale, context.scan.reg);
-  }
-}
-
-__global__ void SequenceKernel(std::int32_t* out, std::int64_t count) {
-  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; at < count;
-       at += std::int64_t(gridDim.x) * blockDim.x) {
-    out[at] = static_cast<std::int32_t>(at);
-  }
-}
-
-// The kernels after the partition: histograms, the copy back and subtraction (or the root's
-// sums), the scans and the selection.
+// The kernels after the partition: histograms, the subtractions (or the root's sums), the
+// scans and the selection.
 void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaStream_t stream) {
   LaunchHistograms(context, stream);
   if (root) {
@@ -842,23 +795,6 @@ void EnqueueRoot(const GrowContext& context, std::int64_t count, std::uint64_t s
 void EnqueueBatch(const GrowContext& context, Stream stream) {
   LaunchPartition(context, stream);
   EnqueueHistogramsAndSelection(context, false, stream);
-}
-
-void EnqueueLeafValues(const GrowContext& context, const float* exact_gradients, double* values,
-                       Stream stream) {
-  RepairKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context);
-  CheckLaunch("RepairKernel");
-  LeafSumKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(
-      context, exact_gradients);
-  CheckLaunch("LeafSumKernel");
-  LeafValueKernel<<<static_cast<unsigned>((context.num_leaves + kThreads - 1) / kThreads), kThreads,
-                    0, stream>>>(context, values);
-  CheckLaunch("LeafValueKernel");
-}
-
-void FillSequence(std::int32_t* order, std::int64_t count, Stream stream) {
-  SequenceKernel<<<GridFor(count, 4), kThreads, 0, stream>>>(order, count);
-  CheckLaunch("SequenceKernel");
 }
 
 }  // namespace tabforge::tree::kernels
