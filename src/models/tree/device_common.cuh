@@ -40,13 +40,6 @@ inline constexpr std::int64_t kPartitionRows = kRowsPerThread * kThreads;
 static_assert(sizeof(HistogramBin) == 16, "a histogram cell is two 64-bit words");
 static_assert(sizeof(GradientPair) == 8, "a gradient pair is two 32-bit words");
 
-// A gain's bits as an unsigned integer of the same order (gain > -inf; -0 as +0, so that equal
-// gains have equal bits); never zero.
-__device__ inline unsigned long long OrderedGain(double gain) {
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain + 0.0));
-  return (bits >> 63) != 0 ? ~bits : bits | (1ull << 63);
-}
-
 // Over a warp: the index of the largest key, the lowest index among equal keys; -1 where every
 // key is zero (none).
 __device__ inline int WarpArgMax(unsigned long long key, int index) {
@@ -88,6 +81,11 @@ __device__ inline long long CellGradient(long long packed) {
 template <typename Bin>
 __device__ inline int BinOf(const Bin* bins, int stride, std::int64_t row, int feature) {
   return bins[static_cast<std::size_t>(row) * stride + feature];
+}
+
+// Position `at` of one half of the row order (GrowContext::half) in the other half.
+__device__ inline long long OtherHalf(long long at, long long half) {
+  return at < half ? at + half : at - half;
 }
 
 // The smaller child of a batch split: positions [begin, begin + count) of the row order.

@@ -38,7 +38,7 @@ __global__ void RepairKernel(GrowContext context) {
     const LeafChunk chunk =
         LeafChunkOf(context.repair_ranges, context.repair_prefix, device_leaves, item);
     for (std::int64_t at = chunk.begin + threadIdx.x; at < chunk.end; at += blockDim.x) {
-      context.order[at < context.half ? at + context.half : at - context.half] = context.order[at];
+      context.order[OtherHalf(at, context.half)] = context.order[at];
     }
   }
 }

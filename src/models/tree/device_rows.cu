@@ -40,6 +40,15 @@ __device__ inline void FourBins(const std::uint16_t* bins, int stride, std::int3
   out[3] = static_cast<int>(word.y >> 16);
 }
 
+// Adds a row's gradient pair to the shared-memory cell `at` of a block's sums (four planes of
+// `cells` words: gradient, count, hessian's low and high 16 bits; see HistogramKernel).
+__device__ inline void AddToCell(std::uint32_t* at, int cells, const GradientPair& pair) {
+  atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
+  atomicAdd(at + cells, 1u);
+  atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
+  atomicAdd(at + 3 * cells, pair.hessian >> 16);
+}
+
 // Histograms of the batch's smaller children for the features of group g = blockIdx.y:
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
 // most kRowsPerBlock rows of one child (or, for a child of at most kSlabChildRows rows, a slab:
@@ -122,11 +131,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
       auto add_row = [&](const GradientPair& pair, const int* row_bins) {
         for (int j = 0; j < kSlabFeatures; ++j) {
           if (cell_base[j] < 0) continue;
-          std::uint32_t* at = words + cell_base[j] + row_bins[j];
-          atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-          atomicAdd(at + cells, 1u);
-          atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
-          atomicAdd(at + 3 * cells, pair.hessian >> 16);
+          AddToCell(words + cell_base[j] + row_bins[j], cells, pair);
         }
       };
       constexpr int kInFlight = kHistogramRowsInFlight;
@@ -165,11 +170,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
     const std::int32_t* block_rows = child + first_row;
     auto add = [&](std::int32_t row, int feature, int cell_base) {
       const GradientPair pair = context.pairs[row];
-      std::uint32_t* at = words + cell_base + BinOf(bins, stride, row, feature);
-      atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-      atomicAdd(at + cells, 1u);
-      atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
-      atomicAdd(at + 3 * cells, pair.hessian >> 16);
+      AddToCell(words + cell_base + BinOf(bins, stride, row, feature), cells, pair);
     };
     if (group_features <= static_cast<int>(blockDim.x)) {
       // Thread t takes kFeaturesPerThread consecutive features of the group (slot t % slots)
@@ -192,11 +193,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
         auto add_row = [&](std::int32_t row, const GradientPair& pair, const int* row_bins) {
           for (int j = 0; j < kFeaturesPerThread; ++j) {
             if (j >= features_here) break;
-            std::uint32_t* at = words + cell_base[j] + row_bins[j];
-            atomicAdd(at, static_cast<std::uint32_t>(pair.gradient));
-            atomicAdd(at + cells, 1u);
-            atomicAdd(at + 2 * cells, pair.hessian & 0xffffu);
-            atomicAdd(at + 3 * cells, pair.hessian >> 16);
+            AddToCell(words + cell_base[j] + row_bins[j], cells, pair);
           }
         };
         // A thread's cells of a row: one aligned word when its first feature is a multiple

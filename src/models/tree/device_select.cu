@@ -608,8 +608,7 @@ __device__ void Select(const GrowContext& context) {
     const unsigned long long left_key = context.ahead ? 0 : nodes;
     const unsigned long long right_key = context.ahead ? 0 : nodes + 1;
     // The children's rows go to the same range of the other half of the row order.
-    const long long target =
-        parent.begin < context.half ? parent.begin + context.half : parent.begin - context.half;
+    const long long target = OtherHalf(parent.begin, context.half);
     OpenLeaf(context.leaves[left], target, target + lefts, parent.left_packed, parent.left_hessian,
              parent.depth + 1, left_smaller ? fresh : parent.slot, left_key);
     OpenLeaf(context.leaves[right], target + lefts, target + lefts + rights,

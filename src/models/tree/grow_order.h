@@ -51,6 +51,15 @@ TFG_HOST_DEVICE inline unsigned int OrderedBits(float value) {
   return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
 }
 
+// A split gain's bits as an unsigned integer of the same order (-0 as +0, so that equal gains
+// have equal bits); never zero for a gain above -inf, so zero can stand for none.
+TFG_HOST_DEVICE inline unsigned long long OrderedGain(double gain) {
+  const double normal = gain + 0.0;
+  unsigned long long bits = 0;
+  memcpy(&bits, &normal, sizeof(bits));
+  return (bits >> 63) != 0 ? ~bits : bits | (1ull << 63);
+}
+
 // The key of a leaf of gain `gain` below a path whose suffix minima are minima[0, count).
 TFG_HOST_DEVICE inline RankKey MakeRankKey(const float* path_minima, int count, float gain) {
   static_assert(kPathMinima == 6, "two words of three 21-bit codes");

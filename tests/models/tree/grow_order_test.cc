@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <random>
 #include <vector>
@@ -111,6 +112,28 @@ TEST(GrowOrder, DeepPathsKeepTheFirstMinimaAndTheirOrder) {
   EXPECT_TRUE(Sooner(MakeRankKey(path, 1, 30.0f), MakeRankKey(path, 1, 9.0f)));
   EXPECT_TRUE(SameRank(MakeRankKey(path, 1, 30.0f), MakeRankKey(path, 1, 30.0f)));
   EXPECT_NE(MakeRankKey(path, 1, 30.0f).high, 0u);
+}
+
+// Gains as ordered bits (the selection's warp reductions compare them as integers): the order of
+// the doubles, -0 equal to +0, and never zero (zero stands for no leaf).
+TEST(GrowOrder, OrderedGainsKeepTheOrderOfGains) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> ascending = {-inf,   -1e300, -5.5, -1e-300, 0.0,
+                                         1e-300, 0.25,   2.0,  1e300,   inf};
+  for (std::size_t at = 0; at < ascending.size(); ++at) {
+    EXPECT_NE(OrderedGain(ascending[at]), 0u) << ascending[at];
+    if (at > 0) {
+      EXPECT_LT(OrderedGain(ascending[at - 1]), OrderedGain(ascending[at])) << ascending[at];
+    }
+  }
+  EXPECT_EQ(OrderedGain(-0.0), OrderedGain(0.0));
+  std::mt19937 random(3);
+  std::normal_distribution<double> normal(0.0, 1e3);
+  for (int trial = 0; trial < 1000; ++trial) {
+    const double a = normal(random);
+    const double b = normal(random);
+    EXPECT_EQ(OrderedGain(a) < OrderedGain(b), a < b) << a << " " << b;
+  }
 }
 
 // A list kept in order from one selection to the next: the last order less the leaves taken
