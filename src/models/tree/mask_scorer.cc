@@ -48,6 +48,8 @@ void MaskScorer::Build(const CompactForest& forest) {
   std::vector<std::vector<Entry>> missing(static_cast<std::size_t>(numeric_count_));
   leaf_base_.assign(static_cast<std::size_t>(trees), 0);
   tree_node_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
+  tree_missing_right_.assign(static_cast<std::size_t>(trees), 0);
+  tree_narrow_.assign(static_cast<std::size_t>(trees), 0);
   tree_categorical_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   for (int tree = 0; tree < trees; ++tree) {
     const auto base = static_cast<std::int32_t>(leaf_order_.size());
@@ -77,8 +79,11 @@ void MaskScorer::Build(const CompactForest& forest) {
         const auto begin = static_cast<std::int32_t>(bits_.size());
         bits_.insert(bits_.end(), forest.bits().begin() + set.begin,
                      forest.bits().begin() + set.end);
-        categorical_.push_back(
-            {entry.mask, tree, feature, begin, static_cast<std::int32_t>(bits_.size())});
+        const auto end = static_cast<std::int32_t>(bits_.size());
+        const std::uint32_t head[2] = {
+            begin < end ? bits_[static_cast<std::size_t>(begin)] : 0u,
+            begin + 1 < end ? bits_[static_cast<std::size_t>(begin) + 1] : 0u};
+        categorical_.push_back({entry.mask, tree, feature, begin, end, {head[0], head[1]}});
       } else {
         numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entry});
         tree_nodes_.push_back(
@@ -93,6 +98,15 @@ void MaskScorer::Build(const CompactForest& forest) {
     };
     int count = 0;
     visit(visit, forest.Root(tree), count);
+    tree_narrow_[static_cast<std::size_t>(tree)] = count <= 32 ? 1 : 0;
+    // The nodes of a tree may be taken in any order (clearing bits commutes): those sending
+    // missing values left first, so that each kind is one comparison (GroupLeaves).
+    const auto first_node = tree_nodes_.begin() + tree_node_begin_[static_cast<std::size_t>(tree)];
+    const auto right_nodes = std::stable_partition(
+        first_node, tree_nodes_.end(),
+        [](const TreeNode& node) { return (node.feature & kMissingRight) == 0; });
+    tree_missing_right_[static_cast<std::size_t>(tree)] =
+        static_cast<std::int32_t>(right_nodes - tree_nodes_.begin());
     tree_node_begin_[static_cast<std::size_t>(tree) + 1] =
         static_cast<std::int32_t>(tree_nodes_.size());
     tree_categorical_begin_[static_cast<std::size_t>(tree) + 1] =
@@ -142,49 +156,87 @@ __attribute__((target("avx2"))) inline void ClearGoingRight(__m256i lanes, std::
   high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
 }
 
-// MaskScorer::GroupLeaves's pass over one tree's numeric nodes for its kGroupRows (8) rows: two
-// registers of four 64-bit words; a node clears, in the rows it sends right, its left subtree's
-// leaves.
-__attribute__((target("avx2"))) void TreeWordsAvx2(const MaskScorer::TreeNode* node,
-                                                   const MaskScorer::TreeNode* end,
-                                                   const float* values, std::uint64_t* words) {
-  static_assert(MaskScorer::kGroupRows == 8, "two registers of four words");
-  __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
-  __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 4));
-  for (; node < end; ++node) {
-    const int feature = node->feature & (MaskScorer::kMissingRight - 1);
-    const __m256 value = _mm256_loadu_ps(values + feature * 8);
-    __m256 right = _mm256_cmp_ps(_mm256_set1_ps(node->threshold), value, _CMP_LT_OQ);
-    const __m256 missing_right = _mm256_castsi256_ps(
-        _mm256_set1_epi32((node->feature & MaskScorer::kMissingRight) ? -1 : 0));
-    right = _mm256_or_ps(right,
-                         _mm256_and_ps(_mm256_cmp_ps(value, value, _CMP_UNORD_Q), missing_right));
-    const __m256i lanes = _mm256_castps_si256(right);
-    ClearGoingRight(lanes, node->mask, low, high);
-  }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
+// ClearGoingRight for a tree of at most 32 leaves: the eight rows' words are the 32-bit lanes of
+// `word`.
+__attribute__((target("avx2"))) inline void ClearNarrow(__m256i lanes, std::uint64_t mask,
+                                                        __m256i& word) {
+  const __m256i cleared = _mm256_set1_epi32(static_cast<int>(~static_cast<std::uint32_t>(mask)));
+  word = _mm256_andnot_si256(_mm256_and_si256(lanes, cleared), word);
 }
 
-// The same for one tree's categorical nodes: a row goes left when its bin's bit is set.
-__attribute__((target("avx2"))) void TreeCategoricalWordsAvx2(
-    const MaskScorer::CategoricalNode* node, const MaskScorer::CategoricalNode* end,
-    const int* bins, int numeric_count, const std::uint32_t* bits, std::uint64_t* words) {
-  __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
-  __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 4));
-  const __m256i one = _mm256_set1_epi32(1);
-  for (; node < end; ++node) {
-    const __m256i bin = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(bins + (node->feature - numeric_count) * 8));
-    const __m256i word =
-        _mm256_add_epi32(_mm256_set1_epi32(node->begin), _mm256_srli_epi32(bin, 5));
-    const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32(node->end), word);
+// The rows (eight 32-bit lanes: all ones or zero) that numeric node `node` sends right, for
+// nodes whose missing values go left (kPredicate _CMP_GT_OQ: above the threshold, NaN not) or
+// right (_CMP_NLE_UQ: not at or below it, NaN too).
+template <int kPredicate>
+__attribute__((target("avx2"))) inline __m256i NumericRight(const MaskScorer::TreeNode& node,
+                                                            const float* values) {
+  const int feature = node.feature & (MaskScorer::kMissingRight - 1);
+  const __m256 value = _mm256_loadu_ps(values + feature * MaskScorer::kGroupRows);
+  return _mm256_castps_si256(_mm256_cmp_ps(value, _mm256_set1_ps(node.threshold), kPredicate));
+}
+
+// The rows categorical node `node` sends right: those whose bin's bit is clear. Bins below 64
+// shift the set's first two words; a longer set is read word by word (a gather).
+__attribute__((target("avx2"))) inline __m256i CategoricalRight(
+    const MaskScorer::CategoricalNode& node, const int* bins, int numeric_count,
+    const std::uint32_t* bits) {
+  const __m256i bin = _mm256_loadu_si256(
+      reinterpret_cast<const __m256i*>(bins + (node.feature - numeric_count) * 8));
+  __m256i word;
+  if (node.end - node.begin <= 2) {
+    // A shift by 32 or more (bins past the word, and bin - 32 below 0 as unsigned) gives 0.
+    const __m256i low = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(node.head[0])), bin);
+    const __m256i high = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(node.head[1])),
+                                           _mm256_sub_epi32(bin, _mm256_set1_epi32(32)));
+    word = _mm256_or_si256(low, high);
+  } else {
+    const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(node.begin), _mm256_srli_epi32(bin, 5));
+    const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32(node.end), at);
     const __m256i loaded = _mm256_mask_i32gather_epi32(
-        _mm256_setzero_si256(), reinterpret_cast<const int*>(bits), word, inside, 4);
-    const __m256i bit = _mm256_and_si256(
-        _mm256_srlv_epi32(loaded, _mm256_and_si256(bin, _mm256_set1_epi32(31))), one);
-    const __m256i lanes = _mm256_cmpeq_epi32(bit, _mm256_setzero_si256());  // goes right
-    ClearGoingRight(lanes, node->mask, low, high);
+        _mm256_setzero_si256(), reinterpret_cast<const int*>(bits), at, inside, 4);
+    word = _mm256_srlv_epi32(loaded, _mm256_and_si256(bin, _mm256_set1_epi32(31)));
+  }
+  const __m256i bit = _mm256_and_si256(word, _mm256_set1_epi32(1));
+  return _mm256_cmpeq_epi32(bit, _mm256_setzero_si256());
+}
+
+// MaskScorer::GroupLeaves's pass over one tree for its kGroupRows (8) rows: every node clears,
+// in the rows it sends right, its left subtree's leaves. Narrow (at most 32 leaves): the eight
+// words are 32-bit lanes of one register; else two registers of four 64-bit words.
+__attribute__((target("avx2"))) void TreeWordsAvx2(
+    const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
+    const MaskScorer::TreeNode* end, const MaskScorer::CategoricalNode* categorical,
+    const MaskScorer::CategoricalNode* categorical_end, const float* values, const int* bins,
+    int numeric_count, const std::uint32_t* bits, bool narrow, std::uint64_t* words) {
+  static_assert(MaskScorer::kGroupRows == 8, "eight lanes");
+  if (narrow) {
+    __m256i word = _mm256_set1_epi32(-1);
+    for (; node < right_nodes; ++node) {
+      ClearNarrow(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, word);
+    }
+    for (; node < end; ++node)
+      ClearNarrow(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, word);
+    for (; categorical < categorical_end; ++categorical) {
+      ClearNarrow(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
+                  word);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
+                        _mm256_cvtepu32_epi64(_mm256_castsi256_si128(word)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4),
+                        _mm256_cvtepu32_epi64(_mm256_extracti128_si256(word, 1)));
+    return;
+  }
+  __m256i low = _mm256_set1_epi64x(-1);
+  __m256i high = low;
+  for (; node < right_nodes; ++node) {
+    ClearGoingRight(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, low, high);
+  }
+  for (; node < end; ++node) {
+    ClearGoingRight(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, low, high);
+  }
+  for (; categorical < categorical_end; ++categorical) {
+    ClearGoingRight(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
+                    low, high);
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
@@ -229,13 +281,12 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
                              std::int32_t* leaf, bool portable) const {
   constexpr int kRows = kGroupRows;
   const int trees = num_trees();
-  // words[t * kRows + r]: tree t's leaves row r may still reach.
-  for (std::int64_t at = 0; at < std::int64_t(kRows) * trees; ++at) words[at] = ~std::uint64_t{0};
 #ifdef TFG_MASK_AVX2
   static const bool supported = __builtin_cpu_supports("avx2");
   const bool avx2 = supported && !portable;
 #else
   (void)portable;
+  constexpr bool avx2 = false;
 #endif
   for (int tree = 0; tree < trees; ++tree) {
     const TreeNode* first = tree_nodes_.data() + tree_node_begin_[tree];
@@ -245,24 +296,21 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
     const CategoricalNode* end_categorical =
         tree_categorical_.data() + tree_categorical_begin_[tree + 1];
     std::uint64_t* tree_words = words + std::int64_t(tree) * kRows;
-#ifdef TFG_MASK_AVX2
     if (avx2) {
-      TreeWordsAvx2(first, end, values, tree_words);
-      TreeCategoricalWordsAvx2(first_categorical, end_categorical, bins, numeric_count_,
-                               bits_.data(), tree_words);
+#ifdef TFG_MASK_AVX2
+      TreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end, first_categorical,
+                    end_categorical, values, bins, numeric_count_, bits_.data(),
+                    tree_narrow_[tree] != 0, tree_words);
+#endif
     } else {
+      std::fill(tree_words, tree_words + kRows, ~std::uint64_t{0});
       TreeWordsPortable(first, end, values, tree_words);
       TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
                                    bits_.data(), tree_words);
     }
-#else
-    TreeWordsPortable(first, end, values, tree_words);
-    TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
-                                 bits_.data(), tree_words);
-#endif
+    const std::int32_t* order = leaf_order_.data() + leaf_base_[tree];
     for (int row = 0; row < kRows; ++row) {
-      leaf[std::int64_t(row) * trees + tree] =
-          leaf_order_[leaf_base_[tree] + std::countr_zero(tree_words[row])];
+      leaf[std::int64_t(tree) * kRows + row] = order[std::countr_zero(tree_words[row])];
     }
   }
 }

@@ -45,17 +45,20 @@ class MaskScorer {
     std::int32_t feature;
     std::int32_t begin;  // words [begin, end) of bits_: bit b set = bin b goes left
     std::int32_t end;
+    std::uint32_t head[2];  // the set's first two words (0 past its end), for bins below 64
   };
 
   // Rows a group of GroupLeaves takes.
   static constexpr int kGroupRows = 8;
 
   // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
-  // without branches (a tree's bitmask per row in registers): values[f * kGroupRows + r] is
-  // numeric feature f of row r (NaN for missing), bins[c * kGroupRows + r] categorical feature
-  // c's bin of row r (BinMapper::CategoryBin). `words` is scratch of kGroupRows * num_trees();
-  // leaf[r * num_trees() + t] is row r's leaf of tree t (numbered as CompactForest::Leaf's).
-  // AVX2 instructions are used where the processor has them, unless `portable`.
+  // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
+  // register for a tree of at most 32 leaves, eight 64-bit words in two for larger ones):
+  // values[f * kGroupRows + r] is numeric feature f of row r (NaN for missing),
+  // bins[c * kGroupRows + r] categorical feature c's bin of row r (BinMapper::CategoryBin).
+  // `words` is scratch of kGroupRows * num_trees(); leaf[t * kGroupRows + r] is row r's leaf of
+  // tree t (numbered as CompactForest::Leaf's). AVX2 instructions are used where the processor
+  // has them, unless `portable`.
   void GroupLeaves(const float* values, const int* bins, std::uint64_t* words, std::int32_t* leaf,
                    bool portable = false) const;
   int num_trees() const { return static_cast<int>(leaf_base_.size()); }
@@ -110,8 +113,12 @@ class MaskScorer {
   std::vector<std::int32_t> missing_begin_;   // numeric_count + 1
   std::vector<CategoricalNode> categorical_;  // every categorical node, by feature
   std::vector<std::uint32_t> bits_;
-  std::vector<TreeNode> tree_nodes_;               // every tree's numeric nodes, tree by tree
+  // Every tree's numeric nodes, tree by tree, each tree's nodes that send missing values left
+  // before those that send them right (from tree_missing_right_[tree]).
+  std::vector<TreeNode> tree_nodes_;
   std::vector<std::int32_t> tree_node_begin_;      // num_trees + 1
+  std::vector<std::int32_t> tree_missing_right_;   // num_trees
+  std::vector<std::uint8_t> tree_narrow_;          // num_trees: at most 32 leaves
   std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
   std::vector<std::int32_t> tree_categorical_begin_;  // num_trees + 1
   std::vector<std::int32_t> leaf_base_;               // tree -> its first entry of leaf_order_

@@ -511,7 +511,7 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
           auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
           auto code = [&](int feature) { return rows.CategoricalColumn(feature)[row]; };
           for (int tree = 0; tree < trees; ++tree) {
-            ASSERT_EQ(group_leaves[std::int64_t(lane) * trees + tree],
+            ASSERT_EQ(group_leaves[std::int64_t(tree) * kRows + lane],
                       forest.Leaf(tree, model.mapper(), numeric, code))
                 << what << ", row " << row << ", tree " << tree << ", portable " << portable;
           }
@@ -533,6 +533,44 @@ TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
   adult.num_iterations = 20;
   adult.min_data_in_leaf = 5;
   CheckAdultAndLetterModels(adult, {2, 16, 64, 65}, 6, ExpectMaskScoringMatches);
+}
+
+// A categorical feature of 150 codes (sets of up to five 32-bit words, beyond the two words the
+// vector pass shifts) and a numeric one with missing values, trees of 16 (one 32-bit word a
+// row) and 48 leaves (64-bit words): the mask scorer finds the walks' leaves.
+TEST(Gbm, MaskScoringOfWideCategoricalSets) {
+  const int rows = 40000;  // 266 rows a code: above the 100 a category needs for a bin
+  const int codes = 150;
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> effect(codes);
+  for (float& value : effect) value = normal(random);
+  features::FeatureMatrix features;
+  features.num_rows = rows;
+  features.numeric_info.push_back({"x", "x", 0, {}});
+  features.categorical_info.push_back({"c", "c", codes, {}});
+  std::vector<double> labels;
+  for (int row = 0; row < rows; ++row) {
+    const std::int32_t code = static_cast<std::int32_t>(random() % codes);
+    const float x = normal(random);
+    features.categorical.push_back(code);
+    features.numeric.push_back(row % 7 == 0 ? std::numeric_limits<float>::quiet_NaN() : x);
+    labels.push_back(effect[static_cast<std::size_t>(code)] + 0.5 * x + normal(random) > 0 ? 1.0
+                                                                                           : 0.0);
+  }
+  for (const int leaves : {16, 48}) {
+    GbmParams params;
+    params.num_iterations = 10;
+    params.num_leaves = leaves;
+    params.min_data_in_leaf = 5;
+    const GbmModel model = GbmModel::Fit(features, labels, {}, nullptr, {}, params, 0);
+    int widest = 0;
+    for (const tree::CompactForest::Categories& set : model.forest().categories()) {
+      widest = std::max(widest, set.end - set.begin);
+    }
+    ASSERT_GT(widest, 2) << leaves << " leaves";
+    ExpectMaskScoringMatches(model, features, std::to_string(leaves) + " leaves, 150 codes");
+  }
 }
 
 TEST(Gbm, LetterMulticlass) {
