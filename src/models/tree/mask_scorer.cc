@@ -214,8 +214,9 @@ __attribute__((target("avx2"))) void TreeWordsAvx2(
     for (; node < right_nodes; ++node) {
       ClearNarrow(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, word);
     }
-    for (; node < end; ++node)
+    for (; node < end; ++node) {
       ClearNarrow(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, word);
+    }
     for (; categorical < categorical_end; ++categorical) {
       ClearNarrow(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
                   word);
