@@ -60,7 +60,9 @@ TEST(RowGroups, GroupsHoldExactlyTheRowsOfEqualBins) {
         const std::int32_t row = groups.members[at];
         EXPECT_EQ(RowOf(bins, row), key);
         EXPECT_EQ(groups.group_of[row], group);
-        if (at > groups.begin[group]) EXPECT_LT(groups.members[at - 1], row);
+        if (at > groups.begin[group]) {
+          EXPECT_LT(groups.members[at - 1], row);
+        }
       }
     }
     EXPECT_EQ(groups.begin.back(), bins.num_rows);
