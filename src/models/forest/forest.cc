@@ -466,7 +466,7 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   // next starts: the turns of a deep tree are lopsided, and the branch predictor learns them.
   // (Eight rows walked side by side, which overlaps their node loads but mispredicts whenever
   // one of them ends, took 1.8 times as long on Adult's forests.)
-  constexpr int kGroup = 8;
+  constexpr int kFewRows = 8;  // blocks of fewer rows walk trees side by side instead
   const int thread_count = context.Threads();
   const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
@@ -475,7 +475,7 @@ std::vector<double> ForestModel::Predict(const features::FeatureMatrix& features
   for (std::int64_t block = 0; block < blocks; ++block) {
     const std::int64_t first = block * block_rows;
     const std::int64_t last = std::min(rows, first + block_rows);
-    if (last - first < kGroup) {
+    if (last - first < kFewRows) {
       // A few rows (a single one, say), too few to keep a tree's nodes in cache for: each walks
       // groups of trees side by side, so that their node loads overlap. Either way a row adds
       // its trees' outputs in tree order.
