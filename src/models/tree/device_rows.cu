@@ -52,9 +52,10 @@ __device__ inline void AddToCell(std::uint32_t* at, int cells, const GradientPai
 // Histograms of the batch's smaller children for the features of group g = blockIdx.y:
 // [groups[2g], groups[2g + 1]), summed in shared memory. A work item is a contiguous run of at
 // most kRowsPerBlock rows of one child (or, for a child of at most kSlabChildRows rows, a slab:
-// the group's features in one aligned word of 4 of a run of at most kSlabRows rows), so its
-// per-cell sums fit 32-bit words: the quantized gradient sum, the count, and the fixed-point
-// hessian as two 16-bit halves (32-bit shared atomics are native; 64-bit ones are
+// the group's features in one aligned word of 4 of a run of at most kSlabRows rows). A block
+// sums at most kRowsPerBlock rows (one slab, or consecutive chunks of one child) before it
+// flushes, so its per-cell sums fit 32-bit words: the quantized gradient sum, the count, and the
+// fixed-point hessian as two 16-bit halves (32-bit shared atomics are native; 64-bit ones are
 // compare-and-swap loops). The four sums are four planes of `cells` words, not four
 // neighbouring words of a cell: a warp's atomics on random cells then spread over all 32 banks
 // instead of the 8 that words of one kind would share. The nonzero cells are then added, in 64
@@ -98,7 +99,24 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
       words[plane * cells + low + (at - plane * width)] = 0;
     }
   };
-  for (int item = blockIdx.x; item < chunks; item += gridDim.x) {
+  // Block b takes items [b * per, (b + 1) * per), per = ceil(chunks / blocks): consecutive
+  // chunks of one split mostly fall to the same block, whose sums stay in the shared cells (up to
+  // kRowsPerBlock rows, the bound that keeps them exact) and are flushed once, not once a chunk.
+  // With no more items than blocks, block b takes item b: the first blocks work, the rest exit.
+  const int per = (chunks + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  const int item_begin =
+      static_cast<int>(blockIdx.x) * per < chunks ? static_cast<int>(blockIdx.x) * per : chunks;
+  const int item_end = item_begin + per < chunks ? item_begin + per : chunks;
+  int open = -1;  // the split whose chunk sums the shared cells hold (block-uniform)
+  std::int64_t open_rows = 0;
+  auto close = [&] {
+    if (open < 0) return;
+    __syncthreads();
+    flush(context.batch[open].smaller, 0, cells);
+    __syncthreads();  // the shared cells are zeroed for the next item
+    open = -1;
+  };
+  for (int item = item_begin; item < item_end; ++item) {
     const int s = SplitOfItem(context.histogram_prefix, count, item);
     const BatchSplit& split = context.batch[s];
     std::int64_t begin = 0;
@@ -107,6 +125,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
     const std::int32_t* child = context.order + begin;
     const std::int64_t chunk_rows = context.histogram_rows[s];
     if (chunk_rows == 0) {
+      close();
       // A slab: the group's features in the item's aligned word of 4, of one run of kSlabRows
       // of the child's rows.
       const int runs = static_cast<int>((child_rows + kSlabRows - 1) / kSlabRows);
@@ -165,8 +184,14 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
     const std::int64_t first_row = std::int64_t(item - context.histogram_prefix[s]) * chunk_rows;
     const std::int64_t rows =
         chunk_rows < child_rows - first_row ? chunk_rows : child_rows - first_row;
-    zero(0, cells);
-    __syncthreads();
+    if (open != s || open_rows + rows > kRowsPerBlock) {
+      close();
+      zero(0, cells);
+      __syncthreads();
+      open = s;
+      open_rows = 0;
+    }
+    open_rows += rows;
     const std::int32_t* block_rows = child + first_row;
     auto add = [&](std::int32_t row, int feature, int cell_base) {
       const GradientPair pair = context.pairs[row];
@@ -241,10 +266,8 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
         add(block_rows[position], feature, static_cast<int>(offsets[feature] - base));
       }
     }
-    __syncthreads();
-    flush(split.smaller, 0, cells);
-    __syncthreads();  // the shared cells are zeroed for the next item
   }
+  close();
 }
 
 // The same for features too wide for shared memory (16-bit bins): straight into the histogram
