@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "device/cuda_check.h"
 #include "models/tree/device_kernels.h"
 
 namespace tabforge::tree::kernels {
@@ -62,6 +63,40 @@ __device__ inline int WarpArgMax(unsigned long long key, int index) {
   }
   return __shfl_sync(0xffffffffu, key != 0 ? index : -1, 0);
 #endif
+}
+
+// Programmatic dependent launch (compute capability 9.0 and above): a kernel launched by
+// LaunchAfter is launched while the kernel ahead of it in the stream is still running, so its
+// launch overlaps that kernel's end; it calls WaitForPrevious before it touches global memory,
+// which returns once that kernel is complete and its writes are visible. (None of the kernels
+// lets its successor start before it ends: blocks resident early, waiting, made a batch slower.)
+// WaitForPrevious is a no-op on older devices and for a kernel launched the ordinary way.
+__device__ inline void WaitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Launches kernel<<<grid, block, shared, stream>>>(args...), as a dependent launch where
+// context.dependent_launch says the device supports it; `name` names the kernel in errors.
+template <typename... Params, typename... Args>
+void LaunchAfter(const GrowContext& context, const char* name, void (*kernel)(Params...), dim3 grid,
+                 dim3 block, std::size_t shared, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = context.dependent_launch != 0 ? 1 : 0;
+  const cudaError_t error = cudaLaunchKernelEx(&config, kernel, args...);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // reported here, not by a later check
+    device::ThrowCudaError(error, name, __FILE__, __LINE__);
+  }
 }
 
 inline int GridFor(std::int64_t items, int per_thread = 1) {

@@ -359,6 +359,9 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   c.histograms = s.histograms.data();
   c.slots = s.slots;
   c.max_blocks = 4 * multiprocessors;
+  int major = 0;
+  TFG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
+  c.dependent_launch = major >= 9 ? 1 : 0;
   const int select_blocks = kernels::PrepareSelection(c.num_leaves, c.leaf_capacity);
   if (select_blocks < 1) {
     throw NotSupported(fmt::format(

@@ -260,7 +260,10 @@ struct GrowContext {
   unsigned long long* cursors = nullptr;  // 2 * num_leaves
   Word* histograms = nullptr;
   int slots = 0;
-  int max_blocks = 1;                   // blocks of the row-parallel kernels
+  int max_blocks = 1;  // blocks of the row-parallel kernels
+  // Whether a batch's kernels after its first are launched as dependent launches (compute
+  // capability 9.0 and above; see LaunchAfter).
+  int dependent_launch = 0;
   int scan_blocks = 1;                  // blocks of the scan and selection
   int scan_chunks = 1;                  // work items per feature: the most thresholds / kScanChunk
   ScanCandidate* candidates = nullptr;  // 2 * num_leaves * num_features * scan_chunks

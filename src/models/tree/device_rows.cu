@@ -64,6 +64,7 @@ template <typename Bin>
 __global__ void __launch_bounds__(kHistogramThreads, 2)
     HistogramKernel(GrowContext context, const Bin* bins) {
   extern __shared__ std::uint32_t words[];
+  WaitForPrevious();
   const BlockGroup group = GroupOfBlock(context, context.groups.shared);
   if (group.count == 0) return;  // a batch queued after the tree is complete
   const int count = group.count;
@@ -274,6 +275,7 @@ __global__ void __launch_bounds__(kHistogramThreads, 2)
 // with 64-bit global atomics, in chunks of kWideRows rows.
 template <typename Bin>
 __global__ void WideHistogramKernel(GrowContext context, const Bin* bins) {
+  WaitForPrevious();
   const BlockGroup group = GroupOfBlock(context, context.groups.global);
   if (group.count == 0) return;  // a batch queued after the tree is complete
   const int group_features = group.last - group.first;
@@ -321,6 +323,7 @@ __device__ inline bool GoesLeft(const Bin* columns, std::int64_t rows, const Spl
 // depends on the order of a leaf's rows: every sum is an integer).
 template <typename Bin>
 __global__ void PartitionKernel(GrowContext context, const Bin* columns) {
+  WaitForPrevious();
   const int count = context.state->batch_count;
   if (count == 0) return;  // a batch queued after the tree is complete
   const int chunks = context.state->partition_chunks;
@@ -395,6 +398,7 @@ __global__ void PartitionKernel(GrowContext context, const Bin* columns) {
 // After the histograms: each split's parent histogram becomes its larger child's
 // (larger -= smaller).
 __global__ void FinishKernel(GrowContext context) {
+  WaitForPrevious();
   const int count = context.state->batch_count;
   if (count == 0) return;  // a batch queued after the tree is complete
   const std::int64_t words = 2 * context.groups.total_bins;
@@ -410,6 +414,7 @@ __global__ void FinishKernel(GrowContext context) {
 
 // The root's sums: every row is in one bin of feature 0, so that feature's cells sum to them.
 __global__ void RootTotalKernel(GrowContext context) {
+  WaitForPrevious();
   const long long* cells = reinterpret_cast<const long long*>(HistogramOf(context, 0));
   long long packed = 0;
   long long hessian = 0;
@@ -483,29 +488,28 @@ void LaunchHistograms(const GrowContext& context, cudaStream_t stream) {
         4 * sizeof(std::uint32_t) * static_cast<std::size_t>(groups.shared_cells);
     ForCellWidth(context.bins, [&](const auto* bins) {
       using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
-      HistogramKernel<Bin><<<grid, kHistogramThreads, bytes, stream>>>(context, bins);
+      LaunchAfter(context, "HistogramKernel", HistogramKernel<Bin>, grid, dim3(kHistogramThreads),
+                  bytes, stream, context, bins);
     });
-    CheckLaunch("HistogramKernel");
   }
   if (groups.global_count > 0) {
     const dim3 grid(static_cast<unsigned>(context.max_blocks),
                     static_cast<unsigned>(groups.global_count));
     ForCellWidth(context.bins, [&](const auto* bins) {
       using Bin = std::remove_cv_t<std::remove_pointer_t<decltype(bins)>>;
-      WideHistogramKernel<Bin><<<grid, kThreads, 0, stream>>>(context, bins);
+      LaunchAfter(context, "WideHistogramKernel", WideHistogramKernel<Bin>, grid, dim3(kThreads), 0,
+                  stream, context, bins);
     });
-    CheckLaunch("WideHistogramKernel");
   }
 }
 
 void LaunchFinish(const GrowContext& context, cudaStream_t stream) {
-  FinishKernel<<<static_cast<unsigned>(context.max_blocks), kThreads, 0, stream>>>(context);
-  CheckLaunch("FinishKernel");
+  LaunchAfter(context, "FinishKernel", FinishKernel,
+              dim3(static_cast<unsigned>(context.max_blocks)), dim3(kThreads), 0, stream, context);
 }
 
 void LaunchRootTotal(const GrowContext& context, cudaStream_t stream) {
-  RootTotalKernel<<<1, 32, 0, stream>>>(context);
-  CheckLaunch("RootTotalKernel");
+  LaunchAfter(context, "RootTotalKernel", RootTotalKernel, dim3(1), dim3(32), 0, stream, context);
 }
 
 }  // namespace tabforge::tree::kernels

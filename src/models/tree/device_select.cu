@@ -679,6 +679,7 @@ __device__ void Select(const GrowContext& context) {
 // them to the leaf's best split.
 __global__ void __launch_bounds__(kThreads) ScanSelectKernel(GrowContext context) {
   __shared__ bool last_block;
+  WaitForPrevious();
   GrowState& state = *context.state;
   const int per_leaf = context.num_features * context.scan_chunks;
   const long long items = static_cast<long long>(state.scan_count) * per_leaf;
@@ -727,9 +728,9 @@ void EnqueueHistogramsAndSelection(const GrowContext& context, bool root, cudaSt
     LaunchFinish(context, stream);
   }
   const std::size_t select_bytes = SelectionBytes(context.num_leaves, context.leaf_capacity);
-  ScanSelectKernel<<<static_cast<unsigned>(context.scan_blocks), kSelectThreads, select_bytes,
-                     stream>>>(context);
-  CheckLaunch("ScanSelectKernel");
+  LaunchAfter(context, "ScanSelectKernel", ScanSelectKernel,
+              dim3(static_cast<unsigned>(context.scan_blocks)), dim3(kSelectThreads), select_bytes,
+              stream, context);
 }
 
 }  // namespace
