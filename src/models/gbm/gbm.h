@@ -165,7 +165,7 @@ class GbmModel {
   tree::BinMapper mapper_;
   std::vector<tree::Tree> trees_;  // round-major: round r, output k at r * num_outputs + k
   tree::CompactForest forest_;     // trees_ laid out for prediction
-  tree::MaskScorer scorer_;        // forest_ scored by bitmasks (trees of <= 64 leaves)
+  tree::MaskScorer scorer_;        // forest_ scored by bitmasks (trees of <= 128 leaves)
   FitReport report_;
 };
 

@@ -31,13 +31,24 @@ int CountLeaves(const CompactForest& forest, std::int32_t root) {
   return leaves;
 }
 
+// The bits of leaves [first, first + count) in the 64-bit word of leaves [base, base + 64).
+std::uint64_t LeafBits(int first, int count, int base) {
+  const int low = std::max(first, base);
+  const int high = std::min(first + count, base + 64);
+  if (low >= high) return 0;
+  const int width = high - low;
+  return (width == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << width) - 1)) << (low - base);
+}
+
 }  // namespace
 
 void MaskScorer::Build(const CompactForest& forest) {
   *this = MaskScorer();
   const int trees = forest.num_trees();
+  int most_leaves = 0;
   for (int tree = 0; tree < trees; ++tree) {
-    if (CountLeaves(forest, forest.Root(tree)) > kMaxLeaves) return;
+    most_leaves = std::max(most_leaves, CountLeaves(forest, forest.Root(tree)));
+    if (most_leaves > kMaxLeaves) return;
   }
   numeric_count_ = forest.numeric_count();
   struct NumericNode {
@@ -46,10 +57,15 @@ void MaskScorer::Build(const CompactForest& forest) {
   };
   std::vector<std::vector<NumericNode>> numeric(static_cast<std::size_t>(numeric_count_));
   std::vector<std::vector<Entry>> missing(static_cast<std::size_t>(numeric_count_));
+  struct WideNode {
+    TreeNode node;
+    std::uint64_t high;  // its mask of leaves 64-127
+  };
+  std::vector<WideNode> tree_nodes;  // the tree's, before they are ordered
   leaf_base_.assign(static_cast<std::size_t>(trees), 0);
   tree_node_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   tree_missing_right_.assign(static_cast<std::size_t>(trees), 0);
-  tree_narrow_.assign(static_cast<std::size_t>(trees), 0);
+  tree_width_.assign(static_cast<std::size_t>(trees), kNarrow);
   tree_categorical_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   for (int tree = 0; tree < trees; ++tree) {
     const auto base = static_cast<std::int32_t>(leaf_order_.size());
@@ -68,10 +84,10 @@ void MaskScorer::Build(const CompactForest& forest) {
       const int first = self(self, node.left, left_count);
       self(self, node.right, right_count);
       count = left_count + right_count;
-      // Going right rules out the left subtree's leaves [first, first + left_count).
-      const std::uint64_t left_bits =
-          (left_count == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left_count) - 1)) << first;
-      const Entry entry{~left_bits, tree};
+      // Going right rules out the left subtree's leaves [first, first + left_count): in words
+      // of leaves 0-63 and 64-127.
+      const Entry entry{~LeafBits(first, left_count, 0), tree};
+      const std::uint64_t high = ~LeafBits(first, left_count, 64);
       const int feature = node.feature & CompactForest::kFeatureMask;
       if (node.feature & CompactForest::kCategorical) {
         const CompactForest::Categories& set =
@@ -84,12 +100,14 @@ void MaskScorer::Build(const CompactForest& forest) {
             begin < end ? bits_[static_cast<std::size_t>(begin)] : 0u,
             begin + 1 < end ? bits_[static_cast<std::size_t>(begin) + 1] : 0u};
         categorical_.push_back({entry.mask, tree, feature, begin, end, {head[0], head[1]}});
+        tree_categorical_high_.push_back(high);
       } else {
         numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entry});
-        tree_nodes_.push_back(
-            {node.threshold,
-             feature | ((node.feature & CompactForest::kDefaultLeft) ? 0 : kMissingRight),
-             entry.mask});
+        tree_nodes.push_back(
+            {{node.threshold,
+              feature | ((node.feature & CompactForest::kDefaultLeft) ? 0 : kMissingRight),
+              entry.mask},
+             high});
         if (!(node.feature & CompactForest::kDefaultLeft)) {
           missing[static_cast<std::size_t>(feature)].push_back(entry);
         }
@@ -97,16 +115,21 @@ void MaskScorer::Build(const CompactForest& forest) {
       return first;
     };
     int count = 0;
+    tree_nodes.clear();
     visit(visit, forest.Root(tree), count);
-    tree_narrow_[static_cast<std::size_t>(tree)] = count <= 32 ? 1 : 0;
+    tree_width_[static_cast<std::size_t>(tree)] =
+        count <= 32 ? kNarrow : (count <= 64 ? kNormal : kWide);
     // The nodes of a tree may be taken in any order (clearing bits commutes): those sending
     // missing values left first, so that each kind is one comparison (GroupLeaves).
-    const auto first_node = tree_nodes_.begin() + tree_node_begin_[static_cast<std::size_t>(tree)];
     const auto right_nodes = std::stable_partition(
-        first_node, tree_nodes_.end(),
-        [](const TreeNode& node) { return (node.feature & kMissingRight) == 0; });
-    tree_missing_right_[static_cast<std::size_t>(tree)] =
-        static_cast<std::int32_t>(right_nodes - tree_nodes_.begin());
+        tree_nodes.begin(), tree_nodes.end(),
+        [](const WideNode& wide) { return (wide.node.feature & kMissingRight) == 0; });
+    tree_missing_right_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(
+        tree_nodes_.size() + static_cast<std::size_t>(right_nodes - tree_nodes.begin()));
+    for (const WideNode& wide : tree_nodes) {
+      tree_nodes_.push_back(wide.node);
+      tree_high_.push_back(wide.high);
+    }
     tree_node_begin_[static_cast<std::size_t>(tree) + 1] =
         static_cast<std::int32_t>(tree_nodes_.size());
     tree_categorical_begin_[static_cast<std::size_t>(tree) + 1] =
@@ -140,6 +163,7 @@ void MaskScorer::Build(const CompactForest& forest) {
       categorical_.begin(), categorical_.end(),
       [](const CategoricalNode& a, const CategoricalNode& b) { return a.feature < b.feature; });
   usable_ = true;
+  rows_usable_ = most_leaves <= kMaxRowLeaves;
 }
 
 namespace {
@@ -242,13 +266,62 @@ __attribute__((target("avx2"))) void TreeWordsAvx2(
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
 }
+
+// ClearGoingRight for a tree of 65-128 leaves: rows 0-3 and 4-7's words of leaves 0-63 in
+// `low` and `high`, of leaves 64-127 in `low2` and `high2`.
+__attribute__((target("avx2"))) inline void ClearWide(__m256i lanes, std::uint64_t mask,
+                                                      std::uint64_t mask2, __m256i& low,
+                                                      __m256i& high, __m256i& low2,
+                                                      __m256i& high2) {
+  const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
+  const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
+  const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~mask));
+  const __m256i cleared2 = _mm256_set1_epi64x(static_cast<long long>(~mask2));
+  low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
+  high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
+  low2 = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared2), low2);
+  high2 = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared2), high2);
+}
+
+// TreeWordsAvx2 for a tree of 65-128 leaves (node_high and categorical_high: the nodes' masks of
+// leaves 64-127): words[r] is row r's word of leaves 0-63, words[8 + r] of leaves 64-127.
+__attribute__((target("avx2"))) void WideTreeWordsAvx2(
+    const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
+    const MaskScorer::TreeNode* end, const std::uint64_t* node_high,
+    const MaskScorer::CategoricalNode* categorical,
+    const MaskScorer::CategoricalNode* categorical_end, const std::uint64_t* categorical_high,
+    const float* values, const int* bins, int numeric_count, const std::uint32_t* bits,
+    std::uint64_t* words) {
+  __m256i low = _mm256_set1_epi64x(-1);
+  __m256i high = low;
+  __m256i low2 = low;
+  __m256i high2 = low;
+  for (; node < right_nodes; ++node, ++node_high) {
+    ClearWide(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, *node_high, low, high, low2,
+              high2);
+  }
+  for (; node < end; ++node, ++node_high) {
+    ClearWide(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, *node_high, low, high, low2,
+              high2);
+  }
+  for (; categorical < categorical_end; ++categorical, ++categorical_high) {
+    ClearWide(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
+              *categorical_high, low, high, low2, high2);
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 8), low2);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 12), high2);
+}
 #endif
 
 // One tree's categorical nodes without vector instructions.
+// For a tree of over 64 leaves, `high` holds the nodes' masks of leaves 64-127 and
+// words[kGroupRows + r] row r's word of them; null otherwise.
 void TreeCategoricalWordsPortable(const MaskScorer::CategoricalNode* node,
                                   const MaskScorer::CategoricalNode* end, const int* bins,
                                   int numeric_count, const std::uint32_t* bits,
-                                  std::uint64_t* words) {
+                                  const std::uint64_t* high, std::uint64_t* words) {
   constexpr int kRows = MaskScorer::kGroupRows;
   for (; node < end; ++node) {
     const int* row_bins = bins + (node->feature - numeric_count) * kRows;
@@ -256,14 +329,17 @@ void TreeCategoricalWordsPortable(const MaskScorer::CategoricalNode* node,
       const int bin = row_bins[row];
       const std::int32_t word = node->begin + bin / 32;
       const bool left = word < node->end && ((bits[word] >> (bin % 32)) & 1u);
-      if (!left) words[row] &= node->mask;
+      if (left) continue;
+      words[row] &= node->mask;
+      if (high != nullptr) words[kRows + row] &= *high;
     }
+    if (high != nullptr) ++high;
   }
 }
 
-// The same without vector instructions.
+// The same without vector instructions (`high` as for TreeCategoricalWordsPortable).
 void TreeWordsPortable(const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* end,
-                       const float* values, std::uint64_t* words) {
+                       const float* values, const std::uint64_t* high, std::uint64_t* words) {
   constexpr int kRows = MaskScorer::kGroupRows;
   for (; node < end; ++node) {
     const float* row_values = values + (node->feature & (MaskScorer::kMissingRight - 1)) * kRows;
@@ -271,8 +347,11 @@ void TreeWordsPortable(const MaskScorer::TreeNode* node, const MaskScorer::TreeN
     for (int row = 0; row < kRows; ++row) {
       const float value = row_values[row];
       const bool right = node->threshold < value || (value != value && missing_goes_right);
-      if (right) words[row] &= node->mask;
+      if (!right) continue;
+      words[row] &= node->mask;
+      if (high != nullptr) words[kRows + row] &= *high;
     }
+    if (high != nullptr) ++high;
   }
 }
 
@@ -296,20 +375,45 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
         tree_categorical_.data() + tree_categorical_begin_[tree];
     const CategoricalNode* end_categorical =
         tree_categorical_.data() + tree_categorical_begin_[tree + 1];
+    const std::int32_t* order = leaf_order_.data() + leaf_base_[tree];
+    if (tree_width_[tree] == kWide) {
+      // Two words a row: leaves 0-63 in wide[r], 64-127 in wide[kRows + r].
+      std::uint64_t wide[2 * kRows];
+      const std::uint64_t* node_high = tree_high_.data() + tree_node_begin_[tree];
+      const std::uint64_t* categorical_high =
+          tree_categorical_high_.data() + tree_categorical_begin_[tree];
+      if (avx2) {
+#ifdef TFG_MASK_AVX2
+        WideTreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end, node_high,
+                          first_categorical, end_categorical, categorical_high, values, bins,
+                          numeric_count_, bits_.data(), wide);
+#endif
+      } else {
+        std::fill(wide, wide + 2 * kRows, ~std::uint64_t{0});
+        TreeWordsPortable(first, end, values, node_high, wide);
+        TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
+                                     bits_.data(), categorical_high, wide);
+      }
+      for (int row = 0; row < kRows; ++row) {
+        const int position =
+            wide[row] != 0 ? std::countr_zero(wide[row]) : 64 + std::countr_zero(wide[kRows + row]);
+        leaf[std::int64_t(tree) * kRows + row] = order[position];
+      }
+      continue;
+    }
     std::uint64_t* tree_words = words + std::int64_t(tree) * kRows;
     if (avx2) {
 #ifdef TFG_MASK_AVX2
       TreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end, first_categorical,
                     end_categorical, values, bins, numeric_count_, bits_.data(),
-                    tree_narrow_[tree] != 0, tree_words);
+                    tree_width_[tree] == kNarrow, tree_words);
 #endif
     } else {
       std::fill(tree_words, tree_words + kRows, ~std::uint64_t{0});
-      TreeWordsPortable(first, end, values, tree_words);
+      TreeWordsPortable(first, end, values, nullptr, tree_words);
       TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
-                                   bits_.data(), tree_words);
+                                   bits_.data(), nullptr, tree_words);
     }
-    const std::int32_t* order = leaf_order_.data() + leaf_base_[tree];
     for (int row = 0; row < kRows; ++row) {
       leaf[std::int64_t(tree) * kRows + row] = order[std::countr_zero(tree_words[row])];
     }

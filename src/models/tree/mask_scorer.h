@@ -5,9 +5,10 @@
 // bit left. The nodes a row goes right at are, for a numeric feature, a prefix of that
 // feature's nodes sorted by threshold, so a row reads a run of (threshold, tree, mask) triples
 // per feature with one branch that is hard to predict (the run's end) instead of one at every
-// node of every tree. For blocks of rows, GroupLeaves instead evaluates every node of a tree
-// for eight rows at once, without branches, the eight words in vector registers. The leaves
-// are exactly those CompactForest::Leaf gives.
+// node of every tree (Leaves: forests of trees of at most 64 leaves). For blocks of rows,
+// GroupLeaves instead evaluates every node of a tree for eight rows at once, without branches,
+// the eight rows' words in vector registers (trees of up to 128 leaves: two 64-bit words a row
+// past 64). The leaves are exactly those CompactForest::Leaf gives.
 #pragma once
 
 #include <bit>
@@ -21,20 +22,23 @@ namespace tabforge::tree {
 
 class MaskScorer {
  public:
-  // The most leaves a tree may have.
-  static constexpr int kMaxLeaves = 64;
+  // The most leaves a tree may have (GroupLeaves), and for Leaves.
+  static constexpr int kMaxLeaves = 128;
+  static constexpr int kMaxRowLeaves = 64;
 
   // Tables for `forest`; empty (usable() false) when a tree has more than kMaxLeaves leaves.
   void Build(const CompactForest& forest);
 
+  // GroupLeaves may be used; Leaves too when rows_usable() (no tree over kMaxRowLeaves leaves).
   bool usable() const { return usable_; }
+  bool rows_usable() const { return rows_usable_; }
   int numeric_count() const { return numeric_count_; }
 
   // A tree's numeric node for GroupLeaves (the vector passes in mask_scorer.cc read these).
   struct TreeNode {
     float threshold;
     std::int32_t feature;  // numeric feature; | kMissingRight when missing values go right
-    std::uint64_t mask;
+    std::uint64_t mask;    // leaves 0-63; a tree of over 64 leaves has leaves 64-127 in tree_high_
   };
   static constexpr std::int32_t kMissingRight = 1 << 30;
 
@@ -50,10 +54,15 @@ class MaskScorer {
 
   // Rows a group of GroupLeaves takes.
   static constexpr int kGroupRows = 8;
+  // A tree's words in GroupLeaves: 32 bits a row (at most 32 leaves), 64 bits, or 128.
+  static constexpr std::uint8_t kNarrow = 0;
+  static constexpr std::uint8_t kNormal = 1;
+  static constexpr std::uint8_t kWide = 2;
 
   // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
   // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
-  // register for a tree of at most 32 leaves, eight 64-bit words in two for larger ones):
+  // register for a tree of at most 32 leaves, eight 64-bit words in two for up to 64, sixteen
+  // in four for up to 128):
   // values[f * kGroupRows + r] is numeric feature f of row r (NaN for missing),
   // bins[c * kGroupRows + r] categorical feature c's bin of row r (BinMapper::CategoryBin).
   // `words` is scratch of kGroupRows * num_trees(); leaf[t * kGroupRows + r] is row r's leaf of
@@ -113,13 +122,17 @@ class MaskScorer {
   std::vector<std::int32_t> missing_begin_;   // numeric_count + 1
   std::vector<CategoricalNode> categorical_;  // every categorical node, by feature
   std::vector<std::uint32_t> bits_;
+  bool rows_usable_ = false;
   // Every tree's numeric nodes, tree by tree, each tree's nodes that send missing values left
   // before those that send them right (from tree_missing_right_[tree]).
   std::vector<TreeNode> tree_nodes_;
-  std::vector<std::int32_t> tree_node_begin_;      // num_trees + 1
-  std::vector<std::int32_t> tree_missing_right_;   // num_trees
-  std::vector<std::uint8_t> tree_narrow_;          // num_trees: at most 32 leaves
+  std::vector<std::uint64_t> tree_high_;          // beside tree_nodes_: masks of leaves 64-127
+  std::vector<std::int32_t> tree_node_begin_;     // num_trees + 1
+  std::vector<std::int32_t> tree_missing_right_;  // num_trees
+  // num_trees: kNarrow (at most 32 leaves), kNormal (at most 64) or kWide (at most 128)
+  std::vector<std::uint8_t> tree_width_;
   std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
+  std::vector<std::uint64_t> tree_categorical_high_;  // beside tree_categorical_
   std::vector<std::int32_t> tree_categorical_begin_;  // num_trees + 1
   std::vector<std::int32_t> leaf_base_;               // tree -> its first entry of leaf_order_
   std::vector<std::int32_t> leaf_order_;  // a tree's leaves left to right, as forest leaves

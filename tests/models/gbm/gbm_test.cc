@@ -442,11 +442,11 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
       });
 }
 
-// MaskScorer (PredictRaw's path for trees of at most 64 leaves), one row at a time and eight at
-// once, finds the leaf CompactForest::Leaf walks to, in every tree, for every row (missing values,
-// missing codes, codes beyond the tables and values equal to thresholds among them; categorical
-// sets of several categories), and single rows predict the doubles of the batch; trees of 65 leaves
-// are left to the walks.
+// MaskScorer (PredictRaw's path for trees of at most 128 leaves), one row at a time (trees of at
+// most 64 leaves) and eight at once, finds the leaf CompactForest::Leaf walks to, in every tree,
+// for every row (missing values, missing codes, codes beyond the tables and values equal to
+// thresholds among them; categorical sets of several categories), and single rows predict the
+// doubles of the batch; trees of 129 leaves are left to the walks.
 void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatrix& clean_rows,
                               const std::string& what) {
   features::FeatureMatrix rows = WithOddValues(model, clean_rows);
@@ -468,13 +468,14 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
   for (const tree::Tree& tree : model.trees())
     most_leaves = std::max(most_leaves, tree.num_leaves());
   ASSERT_EQ(scorer.usable(), most_leaves <= tree::MaskScorer::kMaxLeaves) << what;
+  ASSERT_EQ(scorer.rows_usable(), most_leaves <= tree::MaskScorer::kMaxRowLeaves) << what;
   const std::vector<double> batch = model.PredictRaw(rows, 2);
   const int outputs = model.num_outputs();
   if (scorer.usable()) {
     const int trees = forest.num_trees();
     std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
     std::vector<std::int32_t> leaves(static_cast<std::size_t>(trees));
-    for (std::int64_t row = 0; row < rows.num_rows; ++row) {
+    for (std::int64_t row = 0; row < rows.num_rows && scorer.rows_usable(); ++row) {
       auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
       auto code = [&](int feature) { return rows.CategoricalColumn(feature)[row]; };
       scorer.Leaves(model.mapper(), numeric, code, words.data(), leaves.data());
@@ -532,12 +533,13 @@ TEST(Gbm, MaskScoringFindsTheLeavesOfTheWalks) {
   GbmParams adult;
   adult.num_iterations = 20;
   adult.min_data_in_leaf = 5;
-  CheckAdultAndLetterModels(adult, {2, 16, 64, 65}, 6, ExpectMaskScoringMatches);
+  CheckAdultAndLetterModels(adult, {2, 16, 64, 65, 128, 129}, 6, ExpectMaskScoringMatches);
 }
 
 // A categorical feature of 150 codes (sets of up to five 32-bit words, beyond the two words the
 // vector pass shifts) and a numeric one with missing values, trees of 16 (one 32-bit word a
-// row) and 48 leaves (64-bit words): the mask scorer finds the walks' leaves.
+// row), 48 (64-bit words) and 120 leaves (two 64-bit words): the mask scorer finds the walks'
+// leaves.
 TEST(Gbm, MaskScoringOfWideCategoricalSets) {
   const int rows = 40000;  // 266 rows a code: above the 100 a category needs for a bin
   const int codes = 150;
@@ -558,7 +560,7 @@ TEST(Gbm, MaskScoringOfWideCategoricalSets) {
     labels.push_back(effect[static_cast<std::size_t>(code)] + 0.5 * x + normal(random) > 0 ? 1.0
                                                                                            : 0.0);
   }
-  for (const int leaves : {16, 48}) {
+  for (const int leaves : {16, 48, 120}) {
     GbmParams params;
     params.num_iterations = 10;
     params.num_leaves = leaves;
