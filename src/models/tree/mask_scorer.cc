@@ -66,6 +66,7 @@ void MaskScorer::Build(const CompactForest& forest) {
   tree_node_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   tree_missing_right_.assign(static_cast<std::size_t>(trees), 0);
   tree_width_.assign(static_cast<std::size_t>(trees), kNarrow);
+  tree_wide_.assign(static_cast<std::size_t>(trees), -1);
   tree_categorical_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   for (int tree = 0; tree < trees; ++tree) {
     const auto base = static_cast<std::int32_t>(leaf_order_.size());
@@ -117,15 +118,32 @@ void MaskScorer::Build(const CompactForest& forest) {
     int count = 0;
     tree_nodes.clear();
     visit(visit, forest.Root(tree), count);
-    tree_width_[static_cast<std::size_t>(tree)] =
-        count <= 32 ? kNarrow : (count <= 64 ? kNormal : kWide);
+    const std::uint8_t width = count <= 32 ? kNarrow : (count <= 64 ? kNormal : kWide);
+    tree_width_[static_cast<std::size_t>(tree)] = width;
     // The nodes of a tree may be taken in any order (clearing bits commutes): those sending
-    // missing values left first, so that each kind is one comparison (GroupLeaves).
-    const auto right_nodes = std::stable_partition(
-        tree_nodes.begin(), tree_nodes.end(),
-        [](const WideNode& wide) { return (wide.node.feature & kMissingRight) == 0; });
-    tree_missing_right_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(
-        tree_nodes_.size() + static_cast<std::size_t>(right_nodes - tree_nodes.begin()));
+    // missing values left first, so that each kind is one comparison (GroupLeaves); in a tree
+    // of over 64 leaves, each kind by the words its nodes clear.
+    auto run_of = [&](const WideNode& wide) {
+      const int side = (wide.node.feature & kMissingRight) != 0 ? 3 : 0;
+      if (width != kWide) return side;
+      constexpr std::uint64_t kAll = ~std::uint64_t{0};
+      return side + (wide.high == kAll ? 0 : (wide.node.mask == kAll ? 1 : 2));
+    };
+    std::stable_sort(tree_nodes.begin(), tree_nodes.end(),
+                     [&](const WideNode& a, const WideNode& b) { return run_of(a) < run_of(b); });
+    auto run_start = [&](int run) {
+      const auto at = std::find_if(tree_nodes.begin(), tree_nodes.end(),
+                                   [&](const WideNode& wide) { return run_of(wide) >= run; });
+      return static_cast<std::int32_t>(tree_nodes_.size() +
+                                       static_cast<std::size_t>(at - tree_nodes.begin()));
+    };
+    tree_missing_right_[static_cast<std::size_t>(tree)] = run_start(3);
+    if (width == kWide) {
+      tree_wide_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(wide_runs_.size());
+      std::array<std::int32_t, 7> runs{};
+      for (int run = 0; run <= 6; ++run) runs[static_cast<std::size_t>(run)] = run_start(run);
+      wide_runs_.push_back(runs);
+    }
     for (const WideNode& wide : tree_nodes) {
       tree_nodes_.push_back(wide.node);
       tree_high_.push_back(wide.high);
@@ -283,11 +301,31 @@ __attribute__((target("avx2"))) inline void ClearWide(__m256i lanes, std::uint64
   high2 = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared2), high2);
 }
 
-// TreeWordsAvx2 for a tree of 65-128 leaves (node_high and categorical_high: the nodes' masks of
-// leaves 64-127): words[r] is row r's word of leaves 0-63, words[8 + r] of leaves 64-127.
+// One run of a wide tree's numeric nodes (kWords: 0 clears leaves of 0-63 only, 1 of 64-127
+// only, 2 both), compared by kPredicate (as NumericRight's).
+template <int kPredicate, int kWords>
+__attribute__((target("avx2"))) inline void WideRun(const MaskScorer::TreeNode* node,
+                                                    const MaskScorer::TreeNode* end,
+                                                    const std::uint64_t* node_high,
+                                                    const float* values, __m256i& low,
+                                                    __m256i& high, __m256i& low2, __m256i& high2) {
+  for (; node < end; ++node, ++node_high) {
+    const __m256i lanes = NumericRight<kPredicate>(*node, values);
+    if constexpr (kWords == 0) {
+      ClearGoingRight(lanes, node->mask, low, high);
+    } else if constexpr (kWords == 1) {
+      ClearGoingRight(lanes, *node_high, low2, high2);
+    } else {
+      ClearWide(lanes, node->mask, *node_high, low, high, low2, high2);
+    }
+  }
+}
+
+// TreeWordsAvx2 for a tree of 65-128 leaves, its numeric nodes in the six runs that start at
+// runs[0..5] (runs[6]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
+// masks of leaves 64-127: words[r] is row r's word of leaves 0-63, words[8 + r] of 64-127.
 __attribute__((target("avx2"))) void WideTreeWordsAvx2(
-    const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
-    const MaskScorer::TreeNode* end, const std::uint64_t* node_high,
+    const MaskScorer::TreeNode* const* runs, const std::uint64_t* node_high,
     const MaskScorer::CategoricalNode* categorical,
     const MaskScorer::CategoricalNode* categorical_end, const std::uint64_t* categorical_high,
     const float* values, const int* bins, int numeric_count, const std::uint32_t* bits,
@@ -296,14 +334,14 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
   __m256i high = low;
   __m256i low2 = low;
   __m256i high2 = low;
-  for (; node < right_nodes; ++node, ++node_high) {
-    ClearWide(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, *node_high, low, high, low2,
-              high2);
-  }
-  for (; node < end; ++node, ++node_high) {
-    ClearWide(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, *node_high, low, high, low2,
-              high2);
-  }
+  const std::uint64_t* highs[6];  // each run's masks of leaves 64-127
+  for (int run = 0; run < 6; ++run) highs[run] = node_high + (runs[run] - runs[0]);
+  WideRun<_CMP_GT_OQ, 0>(runs[0], runs[1], highs[0], values, low, high, low2, high2);
+  WideRun<_CMP_GT_OQ, 1>(runs[1], runs[2], highs[1], values, low, high, low2, high2);
+  WideRun<_CMP_GT_OQ, 2>(runs[2], runs[3], highs[2], values, low, high, low2, high2);
+  WideRun<_CMP_NLE_UQ, 0>(runs[3], runs[4], highs[3], values, low, high, low2, high2);
+  WideRun<_CMP_NLE_UQ, 1>(runs[4], runs[5], highs[4], values, low, high, low2, high2);
+  WideRun<_CMP_NLE_UQ, 2>(runs[5], runs[6], highs[5], values, low, high, low2, high2);
   for (; categorical < categorical_end; ++categorical, ++categorical_high) {
     ClearWide(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
               *categorical_high, low, high, low2, high2);
@@ -384,9 +422,11 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
           tree_categorical_high_.data() + tree_categorical_begin_[tree];
       if (avx2) {
 #ifdef TFG_MASK_AVX2
-        WideTreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end, node_high,
-                          first_categorical, end_categorical, categorical_high, values, bins,
-                          numeric_count_, bits_.data(), wide);
+        const std::array<std::int32_t, 7>& bounds = wide_runs_[tree_wide_[tree]];
+        const TreeNode* runs[7];
+        for (int run = 0; run <= 6; ++run) runs[run] = tree_nodes_.data() + bounds[run];
+        WideTreeWordsAvx2(runs, node_high, first_categorical, end_categorical, categorical_high,
+                          values, bins, numeric_count_, bits_.data(), wide);
 #endif
       } else {
         std::fill(wide, wide + 2 * kRows, ~std::uint64_t{0});

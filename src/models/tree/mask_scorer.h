@@ -11,6 +11,7 @@
 // past 64). The leaves are exactly those CompactForest::Leaf gives.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <vector>
@@ -126,7 +127,13 @@ class MaskScorer {
   // Every tree's numeric nodes, tree by tree, each tree's nodes that send missing values left
   // before those that send them right (from tree_missing_right_[tree]).
   std::vector<TreeNode> tree_nodes_;
-  std::vector<std::uint64_t> tree_high_;          // beside tree_nodes_: masks of leaves 64-127
+  std::vector<std::uint64_t> tree_high_;  // beside tree_nodes_: masks of leaves 64-127
+  // A tree of over 64 leaves has its numeric nodes in six runs: missing values left (then
+  // right), each by the leaves it clears: only of 0-63, only of 64-127, of both (so most nodes
+  // update one word a row, not two). wide_runs_[tree_wide_[tree]][k] is run k's first node,
+  // [6] the end; tree_wide_ is -1 for other trees.
+  std::vector<std::array<std::int32_t, 7>> wide_runs_;
+  std::vector<std::int32_t> tree_wide_;
   std::vector<std::int32_t> tree_node_begin_;     // num_trees + 1
   std::vector<std::int32_t> tree_missing_right_;  // num_trees
   // num_trees: kNarrow (at most 32 leaves), kNormal (at most 64) or kWide (at most 128)
