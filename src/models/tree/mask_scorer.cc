@@ -31,6 +31,12 @@ int CountLeaves(const CompactForest& forest, std::int32_t root) {
   return leaves;
 }
 
+// Leaves 32q to 32q + 31's part (q = 0-3) of a wide tree node's masks of leaves 0-63 (`mask`)
+// and 64-127 (`high`).
+std::uint32_t QuarterMask(std::uint64_t mask, std::uint64_t high, int q) {
+  return static_cast<std::uint32_t>((q < 2 ? mask : high) >> (32 * (q & 1)));
+}
+
 // The bits of leaves [first, first + count) in the 64-bit word of leaves [base, base + 64).
 std::uint64_t LeafBits(int first, int count, int base) {
   const int low = std::max(first, base);
@@ -124,10 +130,18 @@ void MaskScorer::Build(const CompactForest& forest) {
     // missing values left first, so that each kind is one comparison (GroupLeaves); in a tree
     // of over 64 leaves, each kind by the words its nodes clear.
     auto run_of = [&](const WideNode& wide) {
-      const int side = (wide.node.feature & kMissingRight) != 0 ? 3 : 0;
-      if (width != kWide) return side;
-      constexpr std::uint64_t kAll = ~std::uint64_t{0};
-      return side + (wide.high == kAll ? 0 : (wide.node.mask == kAll ? 1 : 2));
+      const bool right = (wide.node.feature & kMissingRight) != 0;
+      if (width != kWide) return right ? kWideRuns / 2 : 0;
+      // The 32-leaf quarter the node clears leaves of, or 4 for several.
+      int touched = 0;
+      int quarter = 0;
+      for (int q = 0; q < 4; ++q) {
+        if (QuarterMask(wide.node.mask, wide.high, q) != ~std::uint32_t{0}) {
+          ++touched;
+          quarter = q;
+        }
+      }
+      return (right ? kWideRuns / 2 : 0) + (touched == 1 ? quarter : 4);
     };
     std::stable_sort(tree_nodes.begin(), tree_nodes.end(),
                      [&](const WideNode& a, const WideNode& b) { return run_of(a) < run_of(b); });
@@ -137,11 +151,13 @@ void MaskScorer::Build(const CompactForest& forest) {
       return static_cast<std::int32_t>(tree_nodes_.size() +
                                        static_cast<std::size_t>(at - tree_nodes.begin()));
     };
-    tree_missing_right_[static_cast<std::size_t>(tree)] = run_start(3);
+    tree_missing_right_[static_cast<std::size_t>(tree)] = run_start(kWideRuns / 2);
     if (width == kWide) {
       tree_wide_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(wide_runs_.size());
-      std::array<std::int32_t, 7> runs{};
-      for (int run = 0; run <= 6; ++run) runs[static_cast<std::size_t>(run)] = run_start(run);
+      std::array<std::int32_t, kWideRuns + 1> runs{};
+      for (int run = 0; run <= kWideRuns; ++run) {
+        runs[static_cast<std::size_t>(run)] = run_start(run);
+      }
       wide_runs_.push_back(runs);
     }
     for (const WideNode& wide : tree_nodes) {
@@ -285,44 +301,37 @@ __attribute__((target("avx2"))) void TreeWordsAvx2(
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
 }
 
-// ClearGoingRight for a tree of 65-128 leaves: rows 0-3 and 4-7's words of leaves 0-63 in
-// `low` and `high`, of leaves 64-127 in `low2` and `high2`.
-__attribute__((target("avx2"))) inline void ClearWide(__m256i lanes, std::uint64_t mask,
-                                                      std::uint64_t mask2, __m256i& low,
-                                                      __m256i& high, __m256i& low2,
-                                                      __m256i& high2) {
-  const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
-  const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
-  const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~mask));
-  const __m256i cleared2 = _mm256_set1_epi64x(static_cast<long long>(~mask2));
-  low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
-  high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
-  low2 = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared2), low2);
-  high2 = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared2), high2);
-}
-
-// One run of a wide tree's numeric nodes (kWords: 0 clears leaves of 0-63 only, 1 of 64-127
-// only, 2 both), compared by kPredicate (as NumericRight's).
-template <int kPredicate, int kWords>
-__attribute__((target("avx2"))) inline void WideRun(const MaskScorer::TreeNode* node,
-                                                    const MaskScorer::TreeNode* end,
-                                                    const std::uint64_t* node_high,
-                                                    const float* values, __m256i& low,
-                                                    __m256i& high, __m256i& low2, __m256i& high2) {
+// One run of a wide tree's numeric nodes, compared by kPredicate (as NumericRight's): kQuarter
+// 0-3, nodes clearing leaves of that quarter only (one register of eight 32-bit words); 4, of
+// several (all four registers).
+template <int kPredicate, int kQuarter>
+__attribute__((target("avx2"))) inline void QuarterRun(const MaskScorer::TreeNode* node,
+                                                       const MaskScorer::TreeNode* end,
+                                                       const std::uint64_t* node_high,
+                                                       const float* values, __m256i& q0,
+                                                       __m256i& q1, __m256i& q2, __m256i& q3) {
   for (; node < end; ++node, ++node_high) {
     const __m256i lanes = NumericRight<kPredicate>(*node, values);
-    if constexpr (kWords == 0) {
-      ClearGoingRight(lanes, node->mask, low, high);
-    } else if constexpr (kWords == 1) {
-      ClearGoingRight(lanes, *node_high, low2, high2);
+    if constexpr (kQuarter == 0) {
+      ClearNarrow(lanes, QuarterMask(node->mask, 0, 0), q0);
+    } else if constexpr (kQuarter == 1) {
+      ClearNarrow(lanes, QuarterMask(node->mask, 0, 1), q1);
+    } else if constexpr (kQuarter == 2) {
+      ClearNarrow(lanes, QuarterMask(0, *node_high, 2), q2);
+    } else if constexpr (kQuarter == 3) {
+      ClearNarrow(lanes, QuarterMask(0, *node_high, 3), q3);
     } else {
-      ClearWide(lanes, node->mask, *node_high, low, high, low2, high2);
+      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 0), q0);
+      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 1), q1);
+      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 2), q2);
+      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 3), q3);
     }
   }
 }
 
-// TreeWordsAvx2 for a tree of 65-128 leaves, its numeric nodes in the six runs that start at
-// runs[0..5] (runs[6]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
+// TreeWordsAvx2 for a tree of 65-128 leaves: the eight rows' words of leaves 32q to 32q + 31 in
+// register q (0-3), its numeric nodes in the runs that start at runs[0 .. kWideRuns - 1]
+// (runs[kWideRuns]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
 // masks of leaves 64-127: words[r] is row r's word of leaves 0-63, words[8 + r] of 64-127.
 __attribute__((target("avx2"))) void WideTreeWordsAvx2(
     const MaskScorer::TreeNode* const* runs, const std::uint64_t* node_high,
@@ -330,26 +339,38 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
     const MaskScorer::CategoricalNode* categorical_end, const std::uint64_t* categorical_high,
     const float* values, const int* bins, int numeric_count, const std::uint32_t* bits,
     std::uint64_t* words) {
-  __m256i low = _mm256_set1_epi64x(-1);
-  __m256i high = low;
-  __m256i low2 = low;
-  __m256i high2 = low;
-  const std::uint64_t* highs[6];  // each run's masks of leaves 64-127
-  for (int run = 0; run < 6; ++run) highs[run] = node_high + (runs[run] - runs[0]);
-  WideRun<_CMP_GT_OQ, 0>(runs[0], runs[1], highs[0], values, low, high, low2, high2);
-  WideRun<_CMP_GT_OQ, 1>(runs[1], runs[2], highs[1], values, low, high, low2, high2);
-  WideRun<_CMP_GT_OQ, 2>(runs[2], runs[3], highs[2], values, low, high, low2, high2);
-  WideRun<_CMP_NLE_UQ, 0>(runs[3], runs[4], highs[3], values, low, high, low2, high2);
-  WideRun<_CMP_NLE_UQ, 1>(runs[4], runs[5], highs[4], values, low, high, low2, high2);
-  WideRun<_CMP_NLE_UQ, 2>(runs[5], runs[6], highs[5], values, low, high, low2, high2);
+  static_assert(MaskScorer::kWideRuns == 10, "two sides of five runs");
+  __m256i q0 = _mm256_set1_epi32(-1);
+  __m256i q1 = q0;
+  __m256i q2 = q0;
+  __m256i q3 = q0;
+  auto high = [&](int run) { return node_high + (runs[run] - runs[0]); };
+  QuarterRun<_CMP_GT_OQ, 0>(runs[0], runs[1], high(0), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_GT_OQ, 1>(runs[1], runs[2], high(1), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_GT_OQ, 2>(runs[2], runs[3], high(2), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_GT_OQ, 3>(runs[3], runs[4], high(3), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_GT_OQ, 4>(runs[4], runs[5], high(4), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_NLE_UQ, 0>(runs[5], runs[6], high(5), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_NLE_UQ, 1>(runs[6], runs[7], high(6), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_NLE_UQ, 2>(runs[7], runs[8], high(7), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_NLE_UQ, 3>(runs[8], runs[9], high(8), values, q0, q1, q2, q3);
+  QuarterRun<_CMP_NLE_UQ, 4>(runs[9], runs[10], high(9), values, q0, q1, q2, q3);
   for (; categorical < categorical_end; ++categorical, ++categorical_high) {
-    ClearWide(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
-              *categorical_high, low, high, low2, high2);
+    const __m256i lanes = CategoricalRight(*categorical, bins, numeric_count, bits);
+    for (int q = 0; q < 4; ++q) {
+      const std::uint32_t mask = QuarterMask(categorical->mask, *categorical_high, q);
+      ClearNarrow(lanes, mask, q == 0 ? q0 : (q == 1 ? q1 : (q == 2 ? q2 : q3)));
+    }
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 8), low2);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 12), high2);
+  std::uint32_t quarters[4 * MaskScorer::kGroupRows];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters), q0);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 8), q1);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 16), q2);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 24), q3);
+  for (int row = 0; row < MaskScorer::kGroupRows; ++row) {
+    words[row] = quarters[row] | (std::uint64_t{quarters[8 + row]} << 32);
+    words[8 + row] = quarters[16 + row] | (std::uint64_t{quarters[24 + row]} << 32);
+  }
 }
 #endif
 
@@ -422,9 +443,9 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
           tree_categorical_high_.data() + tree_categorical_begin_[tree];
       if (avx2) {
 #ifdef TFG_MASK_AVX2
-        const std::array<std::int32_t, 7>& bounds = wide_runs_[tree_wide_[tree]];
-        const TreeNode* runs[7];
-        for (int run = 0; run <= 6; ++run) runs[run] = tree_nodes_.data() + bounds[run];
+        const std::array<std::int32_t, kWideRuns + 1>& bounds = wide_runs_[tree_wide_[tree]];
+        const TreeNode* runs[kWideRuns + 1];
+        for (int run = 0; run <= kWideRuns; ++run) runs[run] = tree_nodes_.data() + bounds[run];
         WideTreeWordsAvx2(runs, node_high, first_categorical, end_categorical, categorical_high,
                           values, bins, numeric_count_, bits_.data(), wide);
 #endif

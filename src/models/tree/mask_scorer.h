@@ -59,6 +59,7 @@ class MaskScorer {
   static constexpr std::uint8_t kNarrow = 0;
   static constexpr std::uint8_t kNormal = 1;
   static constexpr std::uint8_t kWide = 2;
+  static constexpr int kWideRuns = 10;  // see wide_runs_
 
   // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
   // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
@@ -128,11 +129,12 @@ class MaskScorer {
   // before those that send them right (from tree_missing_right_[tree]).
   std::vector<TreeNode> tree_nodes_;
   std::vector<std::uint64_t> tree_high_;  // beside tree_nodes_: masks of leaves 64-127
-  // A tree of over 64 leaves has its numeric nodes in six runs: missing values left (then
-  // right), each by the leaves it clears: only of 0-63, only of 64-127, of both (so most nodes
-  // update one word a row, not two). wide_runs_[tree_wide_[tree]][k] is run k's first node,
-  // [6] the end; tree_wide_ is -1 for other trees.
-  std::vector<std::array<std::int32_t, 7>> wide_runs_;
+  // A tree of over 64 leaves has its numeric nodes in kWideRuns runs: missing values left (then
+  // right), each by the leaves it clears: those of one quarter (0-31, 32-63, 64-95 or 96-127;
+  // GroupLeaves keeps a quarter of eight rows in one register, so such a node updates one), or
+  // of several. wide_runs_[tree_wide_[tree]][k] is run k's first node, [kWideRuns] the end;
+  // tree_wide_ is -1 for other trees.
+  std::vector<std::array<std::int32_t, kWideRuns + 1>> wide_runs_;
   std::vector<std::int32_t> tree_wide_;
   std::vector<std::int32_t> tree_node_begin_;     // num_trees + 1
   std::vector<std::int32_t> tree_missing_right_;  // num_trees
