@@ -124,11 +124,11 @@ void MaskScorer::Build(const CompactForest& forest) {
     int count = 0;
     tree_nodes.clear();
     visit(visit, forest.Root(tree), count);
-    const std::uint8_t width = count <= 32 ? kNarrow : (count <= 64 ? kNormal : kWide);
+    const std::uint8_t width = count <= 32 ? kNarrow : kWide;
     tree_width_[static_cast<std::size_t>(tree)] = width;
     // The nodes of a tree may be taken in any order (clearing bits commutes): those sending
     // missing values left first, so that each kind is one comparison (GroupLeaves); in a tree
-    // of over 64 leaves, each kind by the words its nodes clear.
+    // of over 32 leaves, each kind by the 32-leaf quarters its nodes clear.
     auto run_of = [&](const WideNode& wide) {
       const bool right = (wide.node.feature & kMissingRight) != 0;
       if (width != kWide) return right ? kWideRuns / 2 : 0;
@@ -204,18 +204,7 @@ namespace {
 
 #ifdef TFG_MASK_AVX2
 // In the rows whose lanes (eight 32-bit lanes, all ones or zero) go right, keeps only the
-// leaves of `mask` (words of rows 0-3 in `low`, 4-7 in `high`).
-__attribute__((target("avx2"))) inline void ClearGoingRight(__m256i lanes, std::uint64_t mask,
-                                                            __m256i& low, __m256i& high) {
-  const __m256i cleared = _mm256_set1_epi64x(static_cast<long long>(~mask));
-  const __m256i right_low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes));
-  const __m256i right_high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(lanes, 1));
-  low = _mm256_andnot_si256(_mm256_and_si256(right_low, cleared), low);
-  high = _mm256_andnot_si256(_mm256_and_si256(right_high, cleared), high);
-}
-
-// ClearGoingRight for a tree of at most 32 leaves: the eight rows' words are the 32-bit lanes of
-// `word`.
+// leaves of `mask`'s low 32 bits in `word` (eight rows' 32-bit words).
 __attribute__((target("avx2"))) inline void ClearNarrow(__m256i lanes, std::uint64_t mask,
                                                         __m256i& word) {
   const __m256i cleared = _mm256_set1_epi32(static_cast<int>(~static_cast<std::uint32_t>(mask)));
@@ -258,47 +247,29 @@ __attribute__((target("avx2"))) inline __m256i CategoricalRight(
   return _mm256_cmpeq_epi32(bit, _mm256_setzero_si256());
 }
 
-// MaskScorer::GroupLeaves's pass over one tree for its kGroupRows (8) rows: every node clears,
-// in the rows it sends right, its left subtree's leaves. Narrow (at most 32 leaves): the eight
-// words are 32-bit lanes of one register; else two registers of four 64-bit words.
-__attribute__((target("avx2"))) void TreeWordsAvx2(
+// MaskScorer::GroupLeaves's pass over one tree of at most 32 leaves for its kGroupRows (8) rows:
+// every node clears, in the rows it sends right, its left subtree's leaves; the eight words are
+// the 32-bit lanes of one register.
+__attribute__((target("avx2"))) void NarrowTreeWordsAvx2(
     const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
     const MaskScorer::TreeNode* end, const MaskScorer::CategoricalNode* categorical,
     const MaskScorer::CategoricalNode* categorical_end, const float* values, const int* bins,
-    int numeric_count, const std::uint32_t* bits, bool narrow, std::uint64_t* words) {
+    int numeric_count, const std::uint32_t* bits, std::uint64_t* words) {
   static_assert(MaskScorer::kGroupRows == 8, "eight lanes");
-  if (narrow) {
-    __m256i word = _mm256_set1_epi32(-1);
-    for (; node < right_nodes; ++node) {
-      ClearNarrow(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, word);
-    }
-    for (; node < end; ++node) {
-      ClearNarrow(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, word);
-    }
-    for (; categorical < categorical_end; ++categorical) {
-      ClearNarrow(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
-                  word);
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
-                        _mm256_cvtepu32_epi64(_mm256_castsi256_si128(word)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4),
-                        _mm256_cvtepu32_epi64(_mm256_extracti128_si256(word, 1)));
-    return;
-  }
-  __m256i low = _mm256_set1_epi64x(-1);
-  __m256i high = low;
+  __m256i word = _mm256_set1_epi32(-1);
   for (; node < right_nodes; ++node) {
-    ClearGoingRight(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, low, high);
+    ClearNarrow(NumericRight<_CMP_GT_OQ>(*node, values), node->mask, word);
   }
   for (; node < end; ++node) {
-    ClearGoingRight(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, low, high);
+    ClearNarrow(NumericRight<_CMP_NLE_UQ>(*node, values), node->mask, word);
   }
   for (; categorical < categorical_end; ++categorical) {
-    ClearGoingRight(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask,
-                    low, high);
+    ClearNarrow(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask, word);
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words), low);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4), high);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
+                      _mm256_cvtepu32_epi64(_mm256_castsi256_si128(word)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4),
+                      _mm256_cvtepu32_epi64(_mm256_extracti128_si256(word, 1)));
 }
 
 // One run of a wide tree's numeric nodes, compared by kPredicate (as NumericRight's): kQuarter
@@ -329,7 +300,7 @@ __attribute__((target("avx2"))) inline void QuarterRun(const MaskScorer::TreeNod
   }
 }
 
-// TreeWordsAvx2 for a tree of 65-128 leaves: the eight rows' words of leaves 32q to 32q + 31 in
+// The same for a tree of 33-128 leaves: the eight rows' words of leaves 32q to 32q + 31 in
 // register q (0-3), its numeric nodes in the runs that start at runs[0 .. kWideRuns - 1]
 // (runs[kWideRuns]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
 // masks of leaves 64-127: words[r] is row r's word of leaves 0-63, words[8 + r] of 64-127.
@@ -375,7 +346,7 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
 #endif
 
 // One tree's categorical nodes without vector instructions.
-// For a tree of over 64 leaves, `high` holds the nodes' masks of leaves 64-127 and
+// For a wide tree (over 32 leaves), `high` holds the nodes' masks of leaves 64-127 and
 // words[kGroupRows + r] row r's word of them; null otherwise.
 void TreeCategoricalWordsPortable(const MaskScorer::CategoricalNode* node,
                                   const MaskScorer::CategoricalNode* end, const int* bins,
@@ -465,9 +436,9 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
     std::uint64_t* tree_words = words + std::int64_t(tree) * kRows;
     if (avx2) {
 #ifdef TFG_MASK_AVX2
-      TreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end, first_categorical,
-                    end_categorical, values, bins, numeric_count_, bits_.data(),
-                    tree_width_[tree] == kNarrow, tree_words);
+      NarrowTreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end,
+                          first_categorical, end_categorical, values, bins, numeric_count_,
+                          bits_.data(), tree_words);
 #endif
     } else {
       std::fill(tree_words, tree_words + kRows, ~std::uint64_t{0});

@@ -7,8 +7,8 @@
 // per feature with one branch that is hard to predict (the run's end) instead of one at every
 // node of every tree (Leaves: forests of trees of at most 64 leaves). For blocks of rows,
 // GroupLeaves instead evaluates every node of a tree for eight rows at once, without branches,
-// the eight rows' words in vector registers (trees of up to 128 leaves: two 64-bit words a row
-// past 64). The leaves are exactly those CompactForest::Leaf gives.
+// the eight rows' words in vector registers (trees of up to 128 leaves: 32-bit quarters of a
+// 128-bit word a row past 32 leaves). The leaves are exactly those CompactForest::Leaf gives.
 #pragma once
 
 #include <array>
@@ -39,7 +39,7 @@ class MaskScorer {
   struct TreeNode {
     float threshold;
     std::int32_t feature;  // numeric feature; | kMissingRight when missing values go right
-    std::uint64_t mask;    // leaves 0-63; a tree of over 64 leaves has leaves 64-127 in tree_high_
+    std::uint64_t mask;    // leaves 0-63 (leaves 64-127 of a wide tree: tree_high_)
   };
   static constexpr std::int32_t kMissingRight = 1 << 30;
 
@@ -55,16 +55,14 @@ class MaskScorer {
 
   // Rows a group of GroupLeaves takes.
   static constexpr int kGroupRows = 8;
-  // A tree's words in GroupLeaves: 32 bits a row (at most 32 leaves), 64 bits, or 128.
+  // A tree's words in GroupLeaves: 32 bits a row (at most 32 leaves) or 128 (four quarters).
   static constexpr std::uint8_t kNarrow = 0;
-  static constexpr std::uint8_t kNormal = 1;
-  static constexpr std::uint8_t kWide = 2;
+  static constexpr std::uint8_t kWide = 1;
   static constexpr int kWideRuns = 10;  // see wide_runs_
 
   // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
   // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
-  // register for a tree of at most 32 leaves, eight 64-bit words in two for up to 64, sixteen
-  // in four for up to 128):
+  // register for a tree of at most 32 leaves, four such registers of quarters for up to 128):
   // values[f * kGroupRows + r] is numeric feature f of row r (NaN for missing),
   // bins[c * kGroupRows + r] categorical feature c's bin of row r (BinMapper::CategoryBin).
   // `words` is scratch of kGroupRows * num_trees(); leaf[t * kGroupRows + r] is row r's leaf of
@@ -129,7 +127,7 @@ class MaskScorer {
   // before those that send them right (from tree_missing_right_[tree]).
   std::vector<TreeNode> tree_nodes_;
   std::vector<std::uint64_t> tree_high_;  // beside tree_nodes_: masks of leaves 64-127
-  // A tree of over 64 leaves has its numeric nodes in kWideRuns runs: missing values left (then
+  // A tree of over 32 leaves has its numeric nodes in kWideRuns runs: missing values left (then
   // right), each by the leaves it clears: those of one quarter (0-31, 32-63, 64-95 or 96-127;
   // GroupLeaves keeps a quarter of eight rows in one register, so such a node updates one), or
   // of several. wide_runs_[tree_wide_[tree]][k] is run k's first node, [kWideRuns] the end;
@@ -138,7 +136,7 @@ class MaskScorer {
   std::vector<std::int32_t> tree_wide_;
   std::vector<std::int32_t> tree_node_begin_;     // num_trees + 1
   std::vector<std::int32_t> tree_missing_right_;  // num_trees
-  // num_trees: kNarrow (at most 32 leaves), kNormal (at most 64) or kWide (at most 128)
+  // num_trees: kNarrow (at most 32 leaves) or kWide (at most 128)
   std::vector<std::uint8_t> tree_width_;
   std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
   std::vector<std::uint64_t> tree_categorical_high_;  // beside tree_categorical_
