@@ -57,6 +57,9 @@ void MaskScorer::Build(const CompactForest& forest) {
     if (most_leaves > kMaxLeaves) return;
   }
   numeric_count_ = forest.numeric_count();
+  // The one-row pass's tables (numeric_, missing_, categorical_ by feature) only where it
+  // applies.
+  rows_usable_ = most_leaves <= kMaxRowLeaves;
   struct NumericNode {
     float threshold;
     Entry entry;
@@ -109,13 +112,15 @@ void MaskScorer::Build(const CompactForest& forest) {
         categorical_.push_back({entry.mask, tree, feature, begin, end, {head[0], head[1]}});
         tree_categorical_high_.push_back(high);
       } else {
-        numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entry});
+        if (rows_usable_) {
+          numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entry});
+        }
         tree_nodes.push_back(
             {{node.threshold,
               feature | ((node.feature & CompactForest::kDefaultLeft) ? 0 : kMissingRight),
               entry.mask},
              high});
-        if (!(node.feature & CompactForest::kDefaultLeft)) {
+        if (rows_usable_ && !(node.feature & CompactForest::kDefaultLeft)) {
           missing[static_cast<std::size_t>(feature)].push_back(entry);
         }
       }
@@ -169,6 +174,12 @@ void MaskScorer::Build(const CompactForest& forest) {
     tree_categorical_begin_[static_cast<std::size_t>(tree) + 1] =
         static_cast<std::int32_t>(categorical_.size());
   }
+  tree_categorical_ = categorical_;  // tree by tree, as made
+  if (!rows_usable_) {
+    categorical_.clear();
+    usable_ = true;
+    return;
+  }
   numeric_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
   missing_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
   const Entry spare{~std::uint64_t{0}, trees};  // words[trees] is scratch
@@ -192,12 +203,10 @@ void MaskScorer::Build(const CompactForest& forest) {
   }
   numeric_begin_[static_cast<std::size_t>(numeric_count_)] =
       static_cast<std::int32_t>(thresholds_.size());
-  tree_categorical_ = categorical_;  // tree by tree, as made
   std::stable_sort(
       categorical_.begin(), categorical_.end(),
       [](const CategoricalNode& a, const CategoricalNode& b) { return a.feature < b.feature; });
   usable_ = true;
-  rows_usable_ = most_leaves <= kMaxRowLeaves;
 }
 
 namespace {

@@ -115,6 +115,7 @@ class MaskScorer {
 
   bool usable_ = false;
   int numeric_count_ = 0;
+  // Leaves's tables (empty unless rows_usable_).
   std::vector<float> thresholds_;             // per numeric feature, ascending, then +inf
   std::vector<Entry> numeric_;                // beside thresholds_ (the +inf one: a spare word)
   std::vector<std::int32_t> numeric_begin_;   // numeric feature -> its first threshold
