@@ -69,12 +69,12 @@ void MaskScorer::Build(const CompactForest& forest) {
   struct WideNode {
     TreeNode node;
     std::uint64_t high;  // its mask of leaves 64-127
+    int run = 0;         // its run in the tree (see wide_runs_)
   };
   std::vector<WideNode> tree_nodes;  // the tree's, before they are ordered
   leaf_base_.assign(static_cast<std::size_t>(trees), 0);
   tree_node_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   tree_missing_right_.assign(static_cast<std::size_t>(trees), 0);
-  tree_width_.assign(static_cast<std::size_t>(trees), kNarrow);
   tree_wide_.assign(static_cast<std::size_t>(trees), -1);
   tree_categorical_begin_.assign(static_cast<std::size_t>(trees) + 1, 0);
   for (int tree = 0; tree < trees; ++tree) {
@@ -129,15 +129,13 @@ void MaskScorer::Build(const CompactForest& forest) {
     int count = 0;
     tree_nodes.clear();
     visit(visit, forest.Root(tree), count);
-    const std::uint8_t width = count <= 32 ? kNarrow : kWide;
-    tree_width_[static_cast<std::size_t>(tree)] = width;
+    const bool wide_tree = count > 32;
     // The nodes of a tree may be taken in any order (clearing bits commutes): those sending
     // missing values left first, so that each kind is one comparison (GroupLeaves); in a tree
-    // of over 32 leaves, each kind by the 32-leaf quarters its nodes clear.
-    auto run_of = [&](const WideNode& wide) {
-      const bool right = (wide.node.feature & kMissingRight) != 0;
-      if (width != kWide) return right ? kWideRuns / 2 : 0;
-      // The 32-leaf quarter the node clears leaves of, or 4 for several.
+    // of over 32 leaves, each kind by the 32-leaf quarter its nodes clear (4: several).
+    for (WideNode& wide : tree_nodes) {
+      wide.run = (wide.node.feature & kMissingRight) != 0 ? kWideRuns / 2 : 0;
+      if (!wide_tree) continue;
       int touched = 0;
       int quarter = 0;
       for (int q = 0; q < 4; ++q) {
@@ -146,23 +144,18 @@ void MaskScorer::Build(const CompactForest& forest) {
           quarter = q;
         }
       }
-      return (right ? kWideRuns / 2 : 0) + (touched == 1 ? quarter : 4);
-    };
+      wide.run += touched == 1 ? quarter : 4;
+    }
     std::stable_sort(tree_nodes.begin(), tree_nodes.end(),
-                     [&](const WideNode& a, const WideNode& b) { return run_of(a) < run_of(b); });
-    auto run_start = [&](int run) {
-      const auto at = std::find_if(tree_nodes.begin(), tree_nodes.end(),
-                                   [&](const WideNode& wide) { return run_of(wide) >= run; });
-      return static_cast<std::int32_t>(tree_nodes_.size() +
-                                       static_cast<std::size_t>(at - tree_nodes.begin()));
-    };
-    tree_missing_right_[static_cast<std::size_t>(tree)] = run_start(kWideRuns / 2);
-    if (width == kWide) {
+                     [](const WideNode& a, const WideNode& b) { return a.run < b.run; });
+    // Where each run starts: the nodes before it, counted.
+    std::array<std::int32_t, kWideRuns + 1> runs{};
+    for (const WideNode& wide : tree_nodes) ++runs[static_cast<std::size_t>(wide.run) + 1];
+    runs[0] = static_cast<std::int32_t>(tree_nodes_.size());
+    for (int run = 1; run <= kWideRuns; ++run) runs[run] += runs[run - 1];
+    tree_missing_right_[static_cast<std::size_t>(tree)] = runs[kWideRuns / 2];
+    if (wide_tree) {
       tree_wide_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(wide_runs_.size());
-      std::array<std::int32_t, kWideRuns + 1> runs{};
-      for (int run = 0; run <= kWideRuns; ++run) {
-        runs[static_cast<std::size_t>(run)] = run_start(run);
-      }
       wide_runs_.push_back(runs);
     }
     for (const WideNode& wide : tree_nodes) {
@@ -415,7 +408,7 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
     const CategoricalNode* end_categorical =
         tree_categorical_.data() + tree_categorical_begin_[tree + 1];
     const std::int32_t* order = leaf_order_.data() + leaf_base_[tree];
-    if (tree_width_[tree] == kWide) {
+    if (tree_wide_[tree] >= 0) {
       // Two words a row: leaves 0-63 in wide[r], 64-127 in wide[kRows + r].
       std::uint64_t wide[2 * kRows];
       const std::uint64_t* node_high = tree_high_.data() + tree_node_begin_[tree];

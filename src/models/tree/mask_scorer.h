@@ -55,10 +55,8 @@ class MaskScorer {
 
   // Rows a group of GroupLeaves takes.
   static constexpr int kGroupRows = 8;
-  // A tree's words in GroupLeaves: 32 bits a row (at most 32 leaves) or 128 (four quarters).
-  static constexpr std::uint8_t kNarrow = 0;
-  static constexpr std::uint8_t kWide = 1;
-  static constexpr int kWideRuns = 10;  // see wide_runs_
+  // Runs of a wide tree's numeric nodes (see wide_runs_).
+  static constexpr int kWideRuns = 10;
 
   // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
   // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
@@ -132,13 +130,11 @@ class MaskScorer {
   // right), each by the leaves it clears: those of one quarter (0-31, 32-63, 64-95 or 96-127;
   // GroupLeaves keeps a quarter of eight rows in one register, so such a node updates one), or
   // of several. wide_runs_[tree_wide_[tree]][k] is run k's first node, [kWideRuns] the end;
-  // tree_wide_ is -1 for other trees.
+  // tree_wide_ is -1 for trees of at most 32 leaves (one 32-bit word a row).
   std::vector<std::array<std::int32_t, kWideRuns + 1>> wide_runs_;
   std::vector<std::int32_t> tree_wide_;
-  std::vector<std::int32_t> tree_node_begin_;     // num_trees + 1
-  std::vector<std::int32_t> tree_missing_right_;  // num_trees
-  // num_trees: kNarrow (at most 32 leaves) or kWide (at most 128)
-  std::vector<std::uint8_t> tree_width_;
+  std::vector<std::int32_t> tree_node_begin_;      // num_trees + 1
+  std::vector<std::int32_t> tree_missing_right_;   // num_trees
   std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
   std::vector<std::uint64_t> tree_categorical_high_;  // beside tree_categorical_
   std::vector<std::int32_t> tree_categorical_begin_;  // num_trees + 1
