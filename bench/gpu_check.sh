@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks and benchmarks of the CUDA backends, run on a GPU machine from a folder made by
-# ../shared/tools/device-pack (its `run` wrapper, bin/ with forest_cuda_test, gbm_cuda_test,
-# knn_cuda_test, linear_cuda_test, gbm_bench, family_bench, and optionally gbm_bench_base: an
-# older gbm_bench timed in the same call) with the datasets copied to datasets/ beside it:
+# ../shared/tools/device-pack (its `run` wrapper, bin/ with gbm_cuda_test, forest_cuda_test,
+# tree_cuda_test, knn_cuda_test, linear_cuda_test, gbm_bench, family_bench, copy_bandwidth and
+# optionally gbm_bench_base: an older gbm_bench timed in the same call) with the datasets copied
+# to datasets/ beside it:
 #
 #   bash bench/gpu_check.sh PACKED_DIR [--quick]
 #
@@ -13,9 +14,10 @@
 # synthetic rows, 300 trees, 100k test rows; same model hash expected; the GPU's device note
 # gives rounds, node evaluations and seconds per phase), RF on the GPU at 255 bins, GBM
 # training on 1M and 10M synthetic rows (500 rounds, 255 leaves; base and current binaries
-# alternately), the GPU against the CPU backend with 16 threads (10M rows, 50 rounds, same model
-# hash expected; predict_seconds: the 2.5M test rows on the GPU for a CUDA model, on the CPU for
-# the other), KNN on the GPU against the CPU (1M references, 100k queries; the GPU's prediction
+# alternately), XGBoost's GPU trainer on the same rows (bench/gbm_peers_gpu.py, depth-8 trees;
+# only where its Python package is installed), the GPU against the CPU backend with 16 threads
+# (10M rows, 50 rounds, same model hash expected; predict_seconds: the 2.5M test rows on the GPU
+# for a CUDA model, on the CPU for the other), KNN on the GPU against the CPU (1M references, 100k queries; the GPU's prediction
 # twice: the first pays one-off set-up; the CUDA context itself is started while the data is
 # made), the device's copy bandwidth, the histogram kernels' effective bandwidth (Nsight
 # Compute, 10M rows, 20 rounds) and the kernels' times in the middle of a 1M-row training.
@@ -26,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$dir" || exit 2
 export TABFORGE_DATASETS_DIR=$PWD/datasets
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-for test in forest_cuda_test gbm_cuda_test knn_cuda_test linear_cuda_test; do
+for test in gbm_cuda_test forest_cuda_test tree_cuda_test knn_cuda_test linear_cuda_test; do
   timeout 300 ./run "$test" 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is"
 done
 rf_fields='"roc_auc":[0-9.]*\|"cuda_wait_seconds":[0-9.]*\|"fit_seconds":[0-9.]*\|"device":"[^"]*"\|"device_note":"[^"]*"\|"model_sha256":"[0-9a-f]\{12\}'
@@ -50,6 +52,11 @@ for bench in $benches; do
   echo "== $bench 10M $(timeout 200 ./run "$bench" --synthetic 10000000,28,0 --device cuda \
     --params "$params" 2>&1 | grep -o "$fields" | paste -sd' ')"
 done
+# XGBoost's GPU trainer on the same rows, where the Python package is installed.
+if python3 -c "import xgboost" 2>/dev/null; then
+  timeout 400 python3 "$here/gbm_peers_gpu.py" --bench "./run gbm_bench" \
+    --rows 1000000,10000000 --rounds 500 --repeat 2 --shapes depthwise 2>&1
+fi
 short='{"num_leaves":255,"num_iterations":50}'
 devices="cuda cpu"
 [ "$quick" = --quick ] && devices=cuda
