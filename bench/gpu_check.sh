@@ -74,8 +74,9 @@ done
 if [ "$quick" != --quick ] && command -v ncu >/dev/null; then
   timeout 200 python3 "$here/cuda_kernel_times.py" --top 4 -- ./run gbm_bench \
     --synthetic 10000000,28,0 --device cuda --params '{"num_leaves":255,"num_iterations":20}'
-  # Batches in the middle of training (about tree 270 of 500), where a batch holds a few leaves.
-  timeout 240 python3 "$here/cuda_kernel_times.py" --top 4 --launch-skip 120000 \
+  # Batches in the middle of training (about tree 250 of 500: some 17,000 batches of four
+  # kernels), where a batch holds a few leaves.
+  timeout 240 python3 "$here/cuda_kernel_times.py" --top 4 --launch-skip 34000 \
     --launch-count 1200 -- ./run gbm_bench --synthetic 1000000,28,0 --device cuda \
     --params '{"num_leaves":255,"num_iterations":500}'
 fi
