@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -125,10 +126,38 @@ KnnParams KnnParams::FromJson(const std::string& json) {
   return params;
 }
 
+ReferenceColumns ReferenceColumns::Build(const std::vector<float>& reference,
+                                         std::int64_t references, int dims) {
+  ReferenceColumns out;
+  out.references = references;
+  out.dims = dims;
+  out.columns.resize(static_cast<std::size_t>(references) * dims);
+  for (std::int64_t row = 0; row < references; ++row) {
+    for (int d = 0; d < dims; ++d) out.columns[d * references + row] = reference[row * dims + d];
+  }
+  if (dims > kDirectDims) {
+    out.norms.resize(static_cast<std::size_t>(references));
+    for (std::int64_t row = 0; row < references; ++row) {
+      out.norms[row] = SquaredNorm(reference.data() + row * dims, dims);
+    }
+  }
+  return out;
+}
+
 void NearestNeighbors(const std::vector<float>& reference, std::int64_t references,
                       const std::vector<float>& query, std::int64_t queries, int dims, int k,
                       bool skip_self, int threads, std::vector<std::int32_t>& indices,
                       std::vector<float>& distances) {
+  NearestNeighbors(ReferenceColumns::Build(reference, references, dims), query, queries, k,
+                   skip_self, threads, indices, distances);
+}
+
+void NearestNeighbors(const ReferenceColumns& layout, const std::vector<float>& query,
+                      std::int64_t queries, int k, bool skip_self, int threads,
+                      std::vector<std::int32_t>& indices, std::vector<float>& distances) {
+  const std::int64_t references = layout.references;
+  const int dims = layout.dims;
+  const std::vector<float>& columns = layout.columns;
   const std::int64_t available = skip_self ? references - 1 : references;
   const int keep =
       static_cast<int>(std::min<std::int64_t>(k, std::max<std::int64_t>(available, 0)));
@@ -162,10 +191,6 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
   if (dims <= kDirectDims) {
     // Few dimensions: the products would write far more than they compute, so distances are
     // summed directly, dimension by dimension over a block of references held column-major.
-    std::vector<float> columns(static_cast<std::size_t>(references) * dims);
-    for (std::int64_t row = 0; row < references; ++row) {
-      for (int d = 0; d < dims; ++d) columns[d * references + row] = reference[row * dims + d];
-    }
     const DistanceRow distance_row = DirectDistances(dims);
 #pragma omp parallel num_threads(context.Threads())
     {
@@ -188,12 +213,7 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
   }
   // More dimensions: distances from dot products, |q|^2 + |r|^2 - 2 q.r, four queries at a
   // time against a block of references held column-major (knn_dots.h).
-  std::vector<float> columns(static_cast<std::size_t>(references) * dims);
-  std::vector<float> reference_norms(static_cast<std::size_t>(references));
-  for (std::int64_t row = 0; row < references; ++row) {
-    for (int d = 0; d < dims; ++d) columns[d * references + row] = reference[row * dims + d];
-    reference_norms[row] = SquaredNorm(reference.data() + row * dims, dims);
-  }
+  const std::vector<float>& reference_norms = layout.norms;
   constexpr std::int64_t kQueryTile = 4;
 #pragma omp parallel num_threads(context.Threads())
   {
@@ -245,6 +265,7 @@ class KnnModel final : public models::Model {
     options.threads = context.threads;
     encoder_ = models::DenseEncoder::Fit(train, options);
     reference_ = encoder_.Transform(train, context.threads);
+    columns_ = ReferenceColumns{};  // laid out again at the next search
     references_ = train.num_rows;
     labels_.assign(labels.begin(), labels.end());
     if (encoder_.num_columns() == 0) {
@@ -353,8 +374,14 @@ class KnnModel final : public models::Model {
         device_note_ = "CUDA not used: " + why + "; searched on the CPU";
       }
     }
-    NearestNeighbors(reference_, references_, query, queries, encoder_.num_columns(),
-                     params_.n_neighbors, skip_self, threads, indices, distances);
+    {
+      const std::lock_guard<std::mutex> lock(columns_mutex_);
+      if (columns_.references == 0) {
+        columns_ = ReferenceColumns::Build(reference_, references_, encoder_.num_columns());
+      }
+    }
+    NearestNeighbors(columns_, query, queries, params_.n_neighbors, skip_self, threads, indices,
+                     distances);
   }
 
   // Class probabilities (or the target's mean) from each row's neighbours.
@@ -400,6 +427,9 @@ class KnnModel final : public models::Model {
   std::vector<float> reference_;  // row-major references_ x encoder_.num_columns()
   std::int64_t references_ = 0;
   std::vector<double> labels_;
+  // The references laid out for the CPU search, built at the first search on the CPU.
+  mutable std::mutex columns_mutex_;
+  mutable ReferenceColumns columns_;
   double fit_seconds_ = 0;
   bool gpu_ = false;  // a GPU was granted (or asked for by the parameters)
   double memory_fraction_ = 0.9;

@@ -43,6 +43,24 @@ void NearestNeighbors(const std::vector<float>& reference, std::int64_t referenc
                       bool skip_self, int threads, std::vector<std::int32_t>& indices,
                       std::vector<float>& distances);
 
+// The reference rows as the CPU search reads them: dimension by dimension (dims x references)
+// and, where distances come from dot products, each row's squared norm. A model builds this
+// once, so a search of a few rows does not rebuild it.
+struct ReferenceColumns {
+  static ReferenceColumns Build(const std::vector<float>& reference, std::int64_t references,
+                                int dims);
+  std::int64_t references = 0;
+  int dims = 0;
+  std::vector<float> columns;
+  std::vector<float> norms;  // empty where distances are summed directly (few dimensions)
+};
+
+// As above, on references laid out by ReferenceColumns::Build; the same neighbours and
+// distances.
+void NearestNeighbors(const ReferenceColumns& reference, const std::vector<float>& query,
+                      std::int64_t queries, int k, bool skip_self, int threads,
+                      std::vector<std::int32_t>& indices, std::vector<float>& distances);
+
 std::unique_ptr<models::Model> CreateKnnModel(const std::string& hyperparameters_json,
                                               const models::Task& task);
 std::unique_ptr<models::Model> DeserializeKnnModel(std::string_view bytes, const std::string& name,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "data/csv_reader.h"
+#include "features/feature_matrix.h"
 #include "features/pipeline.h"
 #include "metrics/metric.h"
 #include "models/adult_features.h"
@@ -153,6 +154,37 @@ TEST(Knn, LeaveOneOutPredictionsAndSaveLoad) {
     EXPECT_EQ(loaded->Predict(test, 1), model->Predict(test, 2));
     EXPECT_THROW(DeserializeKnnModel(bytes.substr(0, bytes.size() / 2), "knn.bin", Multiclass()),
                  InvalidInput);
+  }
+}
+
+// A model lays its references out once for the CPU search; rows searched one at a time get
+// what the batch gets, and a second fit of the same model searches its new references.
+TEST(Knn, RowsOneAtATimeMatchTheBatchAndARefitSearchesItsNewRows) {
+  // Classes by the first feature's thirds, whatever the number of features.
+  auto thirds = [](const features::FeatureMatrix& x) {
+    std::vector<double> labels;
+    for (std::int64_t row = 0; row < x.num_rows; ++row) {
+      labels.push_back(std::min(2.0, std::floor(3.0 * x.NumericColumn(0)[row])));
+    }
+    return labels;
+  };
+  for (int dims : {4, 23}) {  // distances summed directly, and through dot products
+    const features::FeatureMatrix x = Numeric(1200, dims, 5);
+    const features::FeatureMatrix other = Numeric(900, dims, 6);
+    const features::FeatureMatrix test = Numeric(40, dims, 7);
+    auto model = CreateKnnModel(R"({"weights": "distance"})", Multiclass());
+    model->Fit(x, thirds(x), nullptr, {}, models::FitContext());
+    const std::vector<double> batch = model->Predict(test, 2);
+    for (std::int64_t row = 0; row < test.num_rows; ++row) {
+      const std::vector<double> one = model->Predict(features::SelectRows(test, {row}), 1);
+      ASSERT_EQ(one, std::vector<double>(batch.begin() + row * 3, batch.begin() + row * 3 + 3))
+          << "dims " << dims << ", row " << row;
+    }
+    model->Fit(other, thirds(other), nullptr, {}, models::FitContext());
+    auto fresh = CreateKnnModel(R"({"weights": "distance"})", Multiclass());
+    fresh->Fit(other, thirds(other), nullptr, {}, models::FitContext());
+    EXPECT_EQ(model->Predict(test, 2), fresh->Predict(test, 2)) << "dims " << dims;
+    EXPECT_NE(model->Predict(test, 2), batch) << "dims " << dims;
   }
 }
 
