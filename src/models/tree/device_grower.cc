@@ -441,8 +441,9 @@ const void* DeviceTreeGrower::device_bins() const {
 
 // The device grows the tree batch by batch (kernels::EnqueueRoot, then the batch graph queued
 // a few ahead until the selection reports the tree complete); the host then reads the leaf
-// records and replays the CPU's loop over them: ChooseLeaf among the tree's leaves, and
-// CommitSplit of the split the device made for the chosen one.
+// records and replays the CPU's loop over them: ChooseLeaf's choice among the tree's leaves
+// (kept in a LeafQueue), and CommitSplit of the split the device made for the chosen one. The
+// device waits meanwhile, so the replay is kept to O(leaves log leaves).
 Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_rows,
                             const DeviceGradients& gradients,
                             const std::vector<std::uint8_t>& active, std::uint64_t seed) {
@@ -527,17 +528,20 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
   Tree tree(0.0);
   std::vector<int> tree_to_device = {0};  // tree leaf -> device leaf
   std::vector<std::uint8_t> used(static_cast<std::size_t>(grown.device_leaves), 0);
-  auto best_of = [&](int leaf) -> const LeafSplit& { return splits[tree_to_device[leaf]]; };
+  LeafQueue queue;
+  queue.Offer(0, splits[0]);
   while (tree.num_leaves() < s.params.num_leaves) {
-    const int chosen = ChooseLeaf(tree.num_leaves(), best_of);
+    const int chosen = queue.Pop();
     if (chosen < 0) break;
     const int id = tree_to_device[chosen];
     TFG_CHECK(records[id].left >= 0 && records[id].right < grown.device_leaves,
               "the device did not split leaf {} that the tree splits next", chosen);
-    CommitSplit(tree, chosen, splits[id], *s.mapper);
+    const int made = CommitSplit(tree, chosen, splits[id], *s.mapper);
     used[static_cast<std::size_t>(id)] = 1;
     tree_to_device[chosen] = records[id].left;
     tree_to_device.push_back(records[id].right);
+    queue.Offer(chosen, splits[records[id].left]);
+    queue.Offer(made, splits[records[id].right]);
   }
   TFG_CHECK(tree.num_leaves() == grown.tree_leaves,
             "the device grew {} leaves, the replay of its splits {}", grown.tree_leaves,

@@ -1,10 +1,11 @@
 // Leaf-wise growth, shared by the CPU grower (grower.cc) and the CUDA grower
-// (device_grower.cc): which leaf splits next (ChooseLeaf), how a split enters the tree
-// (CommitSplit), which split of a leaf is best (KeepBetterSplit). GrowLeafWise is the CPU's
-// loop over its data work; the CUDA grower splits batches of leaves ahead and replays the same
-// choices, so both grow the same tree from the same integer sums.
+// (device_grower.cc): which leaf splits next (ChooseLeaf; LeafQueue keeps its order), how a split
+// enters the tree (CommitSplit), which split of a leaf is best (KeepBetterSplit). GrowLeafWise is
+// the CPU's loop over its data work; the CUDA grower splits batches of leaves ahead and replays the
+// same choices, so both grow the same tree from the same integer sums.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -66,6 +67,38 @@ int ChooseLeaf(int count, BestOf best) {
   return chosen;
 }
 
+// ChooseLeaf's choice (the largest gain, ties to the lowest leaf index) kept in a heap, for a
+// loop that offers each leaf's best split once, when the leaf is made: a tree of n leaves then
+// costs O(n log n) choices instead of a scan of every leaf at every split.
+class LeafQueue {
+ public:
+  // Offers `leaf` with its best split; a leaf without a valid split is never chosen.
+  void Offer(int leaf, const LeafSplit& split) {
+    if (!split.valid()) return;
+    heap_.push_back({split.gain, leaf});
+    std::push_heap(heap_.begin(), heap_.end(), Below);
+  }
+  // The leaf to split next, taken off the queue; -1 when none is left.
+  int Pop() {
+    if (heap_.empty()) return -1;
+    std::pop_heap(heap_.begin(), heap_.end(), Below);
+    const int leaf = heap_.back().leaf;
+    heap_.pop_back();
+    return leaf;
+  }
+
+ private:
+  struct Entry {
+    double gain;
+    int leaf;
+  };
+  // Heap order: the top has the largest gain and, among equal gains, the lowest leaf.
+  static bool Below(const Entry& a, const Entry& b) {
+    return a.gain < b.gain || (a.gain == b.gain && a.leaf > b.leaf);
+  }
+  std::vector<Entry> heap_;
+};
+
 // Adds `split` of tree leaf `leaf` to the tree; returns the new (right) leaf's index.
 inline int CommitSplit(Tree& tree, int leaf, const LeafSplit& split, const BinMapper& mapper) {
   const FeatureBins& feature_bins = mapper.feature(split.feature);
@@ -105,10 +138,11 @@ Tree GrowLeafWise(Ops& ops, const GrowerParams& params, const BinMapper& mapper,
     const std::uint64_t key = nodes_made++;
     ops.FindBestSplits(&root, &id, &key, 1);
   }
+  LeafQueue queue;
+  queue.Offer(0, leaves[0].best);
   Tree tree(0.0);
   while (tree.num_leaves() < params.num_leaves) {
-    const int chosen = ChooseLeaf(static_cast<int>(leaves.size()),
-                                  [&](int leaf) -> const LeafSplit& { return leaves[leaf].best; });
+    const int chosen = queue.Pop();
     if (chosen < 0) break;
     LeafSplit split = std::move(leaves[chosen].best);
     leaves[chosen].best = LeafSplit{};
@@ -138,6 +172,7 @@ Tree GrowLeafWise(Ops& ops, const GrowerParams& params, const BinMapper& mapper,
     ops.FindBestSplits(children, ids, keys, 2);
     // A leaf that cannot split never needs its histogram again.
     for (int leaf : {chosen, new_leaf}) {
+      queue.Offer(leaf, leaves[leaf].best);
       if (!leaves[leaf].best.valid()) ops.Release(leaf);
     }
   }
