@@ -441,9 +441,9 @@ const void* DeviceTreeGrower::device_bins() const {
 
 // The device grows the tree batch by batch (kernels::EnqueueRoot, then the batch graph queued
 // a few ahead until the selection reports the tree complete); the host then reads the leaf
-// records and replays the CPU's loop over them: ChooseLeaf's choice among the tree's leaves
-// (kept in a LeafQueue), and CommitSplit of the split the device made for the chosen one. The
-// device waits meanwhile, so the replay is kept to O(leaves log leaves).
+// records and replays the CPU's loop over them: the LeafQueue's choice among the tree's leaves,
+// and CommitSplit of the split the device made for the chosen one. The device waits meanwhile,
+// so the replay is kept to O(leaves log leaves).
 Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_rows,
                             const DeviceGradients& gradients,
                             const std::vector<std::uint8_t>& active, std::uint64_t seed) {

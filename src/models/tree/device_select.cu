@@ -303,8 +303,8 @@ __device__ int ListRepairPieces(const GrowContext& context, const SelectMemory& 
 }
 
 // After a batch: checks its partitions, replays the best-first choices the CPU loop makes
-// (ChooseLeaf, then commit) as far as the splits made so far allow, and either marks the tree
-// complete or writes the next batch: the leaf chosen next and, ahead of need, open leaves that
+// (LeafQueue's choice, then commit) as far as the splits made so far allow, and either marks the
+// tree complete or writes the next batch: the leaf chosen next and, ahead of need, open leaves that
 // best-first growth may take: the tree's other leaves, and leaves further down (children of
 // splits made ahead), up to the splits left to make. The replay runs on copies of the tree
 // leaves and of every device leaf in shared memory.
@@ -406,7 +406,7 @@ __device__ void Select(const GrowContext& context) {
     int leaves = start_leaves;
     int chosen = -1;
     while (!failed && leaves < context.num_leaves) {
-      // ChooseLeaf: the largest gain, the lowest leaf among equal gains.
+      // LeafQueue's rule: the largest gain, the lowest leaf among equal gains.
       double best_gain = -INFINITY;
       int best = -1;
       for (int leaf = lane; leaf < leaves; leaf += 32) {

@@ -1,8 +1,8 @@
 // Leaf-wise growth, shared by the CPU grower (grower.cc) and the CUDA grower
-// (device_grower.cc): which leaf splits next (ChooseLeaf; LeafQueue keeps its order), how a split
-// enters the tree (CommitSplit), which split of a leaf is best (KeepBetterSplit). GrowLeafWise is
-// the CPU's loop over its data work; the CUDA grower splits batches of leaves ahead and replays the
-// same choices, so both grow the same tree from the same integer sums.
+// (device_grower.cc): which leaf splits next (LeafQueue), how a split enters the tree
+// (CommitSplit), which split of a leaf is best (KeepBetterSplit). GrowLeafWise is the CPU's
+// loop over its data work; the CUDA grower splits batches of leaves ahead and replays the same
+// choices, so both grow the same tree from the same integer sums.
 #pragma once
 
 #include <algorithm>
@@ -55,21 +55,9 @@ inline void KeepBetterSplit(LeafSplit& candidate, const GrowerParams& params, Gr
   }
 }
 
-// The leaf best-first growth splits next among `count` leaves (`best(leaf)` is its best
-// split): the largest gain, ties to the lowest leaf index; -1 when none can split.
-template <typename BestOf>
-int ChooseLeaf(int count, BestOf best) {
-  int chosen = -1;
-  for (int leaf = 0; leaf < count; ++leaf) {
-    const LeafSplit& split = best(leaf);
-    if (split.valid() && (chosen < 0 || split.gain > best(chosen).gain)) chosen = leaf;
-  }
-  return chosen;
-}
-
-// ChooseLeaf's choice (the largest gain, ties to the lowest leaf index) kept in a heap, for a
-// loop that offers each leaf's best split once, when the leaf is made: a tree of n leaves then
-// costs O(n log n) choices instead of a scan of every leaf at every split.
+// The leaf best-first growth splits next: the largest gain among the leaves with a valid split,
+// ties to the lowest leaf index. Kept in a heap: each leaf's best split is offered once, when
+// the leaf is made, so a tree of n leaves costs O(n log n), not a scan of every leaf per split.
 class LeafQueue {
  public:
   // Offers `leaf` with its best split; a leaf without a valid split is never chosen.
