@@ -39,9 +39,7 @@ StackingVerdict JudgeStacking(const std::vector<LeaderboardRow>& board,
     }
   }
   if (verdict.best_unstacked != nullptr && verdict.best_stacked != nullptr) {
-    verdict.stacked_overfitting = metrics::IsBetter(metric, *verdict.best_stacked->score_val,
-                                                    *verdict.best_unstacked->score_val) &&
-                                  !metrics::IsBetter(metric, *verdict.best_stacked->score_test,
+    verdict.stacked_overfitting = !metrics::IsBetter(metric, *verdict.best_stacked->score_test,
                                                      *verdict.best_unstacked->score_test);
   }
   return verdict;

@@ -2,8 +2,8 @@
 // real fit. Stacked models learn from out-of-fold predictions, and their out-of-fold scores can
 // flatter them ("stacked overfitting"): a stack may win on its own validation rows and lose on
 // new ones. The check fits the same stack on 8/9 of the rows and scores every model on the
-// other 1/9, which no model saw. When the stack would win on its out-of-fold rows but not on
-// the held-out ones, the real fit goes on without stacking.
+// other 1/9, which no model saw. Unless the stack wins on the held-out rows, the real fit goes
+// on without stacking.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,13 @@ struct StackingCheck {
 
 // The verdict on a leaderboard scored on held-out rows (score_test): among the models with both
 // scores, the best unstacked one by out-of-fold score (level-1 models and the weighted ensemble
-// over them) against the best stacked one. Stacked overfitting (AutoGluon's rule): the stacked
-// one scores better out of fold but not better held out. Null pointers when a side is empty.
+// over them) against the best stacked one. Stacked overfitting: the stacked one does not score
+// better held out. (AutoGluon's rule asks besides that it score better out of fold. The check's
+// stack has a quarter of the time, so its out-of-fold scores trail those the real fit's stack
+// reaches, and the stack would mostly be kept for failing to win out of fold when the real
+// fit's, given the time, wins there; a stack that cannot beat the unstacked models on rows
+// neither saw is not kept, at twice the prediction time, on out-of-fold scores that flatter it.)
+// Null pointers when a side is empty.
 struct StackingVerdict {
   const LeaderboardRow* best_unstacked = nullptr;
   const LeaderboardRow* best_stacked = nullptr;

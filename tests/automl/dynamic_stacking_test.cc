@@ -22,8 +22,9 @@ LeaderboardRow Row(const std::string& model, int level, double val, double test)
   return row;
 }
 
-// AutoGluon's rule, by hand: the best out-of-fold model of each side is compared held out.
-TEST(DynamicStacking, StackedOverfittingIsABetterOutOfFoldScoreThatDoesNotHoldUp) {
+// By hand: the best out-of-fold model of each side is compared held out, and the stack is kept
+// only when it wins there.
+TEST(DynamicStacking, StackingIsKeptOnlyWhenTheStackWinsOnHeldOutRows) {
   // WeightedEnsemble_L2 (level 2) blends level-1 models only: it is on the unstacked side.
   const std::vector<LeaderboardRow> overfit = {
       Row("GBM_BAG_L1", 1, 0.870, 0.868), Row("WeightedEnsemble_L2", 2, 0.872, 0.869),
@@ -42,11 +43,22 @@ TEST(DynamicStacking, StackedOverfittingIsABetterOutOfFoldScoreThatDoesNotHoldUp
   std::vector<LeaderboardRow> helps = overfit;
   helps[2].score_test = 0.871;
   EXPECT_FALSE(JudgeStacking(helps, "accuracy").stacked_overfitting);
-  // The stack does not win out of fold (it would not be chosen): kept, whatever held out says.
+  // Behind out of fold and held out (a stack short of time in the check): not kept.
   std::vector<LeaderboardRow> behind = overfit;
   behind[2].score_val = 0.871;
   behind[3].score_val = 0.871;
+  verdict = JudgeStacking(behind, "accuracy");
+  EXPECT_EQ(verdict.best_stacked->model, "GBM_BAG_L2");
+  EXPECT_TRUE(verdict.stacked_overfitting);
+  // Behind out of fold but ahead held out: kept.
+  behind[2].score_test = 0.870;
   EXPECT_FALSE(JudgeStacking(behind, "accuracy").stacked_overfitting);
+  // The held-out scores compared are those of each side's best out-of-fold model, not each
+  // side's best held-out score: a stacked model that wins held out but not out of fold does not
+  // count.
+  std::vector<LeaderboardRow> hidden = overfit;
+  hidden[3].score_test = 0.880;
+  EXPECT_TRUE(JudgeStacking(hidden, "accuracy").stacked_overfitting);
   // Losses run the other way: lower is better.
   const std::vector<LeaderboardRow> losses = {Row("GBM_BAG_L1", 1, 0.30, 0.31),
                                               Row("GBM_BAG_L2", 2, 0.28, 0.32)};
