@@ -546,9 +546,8 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
   constexpr int kGroup = tree::CompactForest::kWalkGroup;
   if (scorer_.usable()) {
     // Trees of at most 128 leaves (MaskScorer): blocks of rows eight at a time with every node
-    // of every tree evaluated without branches; a few rows find their leaves feature by feature
-    // (trees of at most 64 leaves) or walk the trees; then each row adds its trees' values in
-    // tree order.
+    // of every tree evaluated without branches; a few rows find their leaves feature by
+    // feature; then each row adds its trees' values in tree order.
     const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
     const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
     constexpr int kRows = tree::MaskScorer::kGroupRows;
@@ -565,20 +564,13 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
       const std::int64_t first = block * block_rows;
       const std::int64_t last = std::min(rows, first + block_rows);
       if (last - first < kGroup) {
-        std::vector<std::uint64_t> words(scorer_.rows_usable() ? trees + 1 : 0);
+        std::vector<std::uint64_t> words(static_cast<std::size_t>(scorer_.row_words()));
         std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees));
         for (std::int64_t row = first; row < last; ++row) {
-          if (scorer_.rows_usable()) {
-            scorer_.Leaves(
-                mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
-                [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
-                leaf.data());
-          } else {
-            for (int tree = 0; tree < trees; tree += kGroup) {
-              forest_.WalkRowTrees(tree, std::min(kGroup, trees - tree), mapper_, features, row,
-                                   leaf.data() + tree);
-            }
-          }
+          scorer_.Leaves(
+              mapper_, [&](int feature) { return features.NumericColumn(feature)[row]; },
+              [&](int feature) { return features.CategoricalColumn(feature)[row]; }, words.data(),
+              leaf.data());
           add_leaves(row, leaf.data());
         }
         continue;

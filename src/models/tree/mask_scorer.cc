@@ -51,15 +51,16 @@ std::uint64_t LeafBits(int first, int count, int base) {
 void MaskScorer::Build(const CompactForest& forest) {
   *this = MaskScorer();
   const int trees = forest.num_trees();
-  int most_leaves = 0;
+  // Leaves's words: one per tree, two for a tree past 64 leaves.
+  std::vector<std::int32_t> tree_word(static_cast<std::size_t>(trees) + 1, 0);
   for (int tree = 0; tree < trees; ++tree) {
-    most_leaves = std::max(most_leaves, CountLeaves(forest, forest.Root(tree)));
-    if (most_leaves > kMaxLeaves) return;
+    const int leaves = CountLeaves(forest, forest.Root(tree));
+    if (leaves > kMaxLeaves) return;
+    tree_word[static_cast<std::size_t>(tree) + 1] =
+        tree_word[static_cast<std::size_t>(tree)] + (leaves > 64 ? 2 : 1);
   }
+  tree_word_ = std::move(tree_word);
   numeric_count_ = forest.numeric_count();
-  // The one-row pass's tables (numeric_, missing_, categorical_ by feature) only where it
-  // applies.
-  rows_usable_ = most_leaves <= kMaxRowLeaves;
   struct NumericNode {
     float threshold;
     Entry entry;
@@ -80,6 +81,8 @@ void MaskScorer::Build(const CompactForest& forest) {
   for (int tree = 0; tree < trees; ++tree) {
     const auto base = static_cast<std::int32_t>(leaf_order_.size());
     leaf_base_[static_cast<std::size_t>(tree)] = base;
+    const std::int32_t word = tree_word_[static_cast<std::size_t>(tree)];
+    const bool two_words = tree_word_[static_cast<std::size_t>(tree) + 1] - word == 2;
     // In order: a node's left subtree's leaves, then its right subtree's. Returns the first
     // leaf position (from base) below `at` and, through `count`, how many there are.
     auto visit = [&](auto& self, std::int32_t at, int& count) -> int {
@@ -95,9 +98,13 @@ void MaskScorer::Build(const CompactForest& forest) {
       self(self, node.right, right_count);
       count = left_count + right_count;
       // Going right rules out the left subtree's leaves [first, first + left_count): in words
-      // of leaves 0-63 and 64-127.
-      const Entry entry{~LeafBits(first, left_count, 0), tree};
+      // of leaves 0-63 and 64-127. Leaves's entries: one per word whose leaves it clears.
+      const std::uint64_t low = ~LeafBits(first, left_count, 0);
       const std::uint64_t high = ~LeafBits(first, left_count, 64);
+      Entry entries[2];
+      int entry_count = 0;
+      if (low != ~std::uint64_t{0}) entries[entry_count++] = {low, word};
+      if (two_words && high != ~std::uint64_t{0}) entries[entry_count++] = {high, word + 1};
       const int feature = node.feature & CompactForest::kFeatureMask;
       if (node.feature & CompactForest::kCategorical) {
         const CompactForest::Categories& set =
@@ -109,20 +116,22 @@ void MaskScorer::Build(const CompactForest& forest) {
         const std::uint32_t head[2] = {
             begin < end ? bits_[static_cast<std::size_t>(begin)] : 0u,
             begin + 1 < end ? bits_[static_cast<std::size_t>(begin) + 1] : 0u};
-        categorical_.push_back({entry.mask, tree, feature, begin, end, {head[0], head[1]}});
+        tree_categorical_.push_back({low, tree, feature, begin, end, {head[0], head[1]}});
         tree_categorical_high_.push_back(high);
+        for (int e = 0; e < entry_count; ++e) {
+          categorical_.push_back({entries[e].mask, entries[e].word, feature, begin, end});
+        }
       } else {
-        if (rows_usable_) {
-          numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entry});
+        for (int e = 0; e < entry_count; ++e) {
+          numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entries[e]});
+          if (!(node.feature & CompactForest::kDefaultLeft)) {
+            missing[static_cast<std::size_t>(feature)].push_back(entries[e]);
+          }
         }
         tree_nodes.push_back(
             {{node.threshold,
-              feature | ((node.feature & CompactForest::kDefaultLeft) ? 0 : kMissingRight),
-              entry.mask},
+              feature | ((node.feature & CompactForest::kDefaultLeft) ? 0 : kMissingRight), low},
              high});
-        if (rows_usable_ && !(node.feature & CompactForest::kDefaultLeft)) {
-          missing[static_cast<std::size_t>(feature)].push_back(entry);
-        }
       }
       return first;
     };
@@ -165,17 +174,11 @@ void MaskScorer::Build(const CompactForest& forest) {
     tree_node_begin_[static_cast<std::size_t>(tree) + 1] =
         static_cast<std::int32_t>(tree_nodes_.size());
     tree_categorical_begin_[static_cast<std::size_t>(tree) + 1] =
-        static_cast<std::int32_t>(categorical_.size());
-  }
-  tree_categorical_ = categorical_;  // tree by tree, as made
-  if (!rows_usable_) {
-    categorical_.clear();
-    usable_ = true;
-    return;
+        static_cast<std::int32_t>(tree_categorical_.size());
   }
   numeric_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
   missing_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
-  const Entry spare{~std::uint64_t{0}, trees};  // words[trees] is scratch
+  const Entry spare{~std::uint64_t{0}, tree_word_.back()};  // the scratch word
   for (int feature = 0; feature < numeric_count_; ++feature) {
     std::vector<NumericNode>& nodes = numeric[static_cast<std::size_t>(feature)];
     std::stable_sort(nodes.begin(), nodes.end(), [](const NumericNode& a, const NumericNode& b) {
@@ -198,7 +201,7 @@ void MaskScorer::Build(const CompactForest& forest) {
       static_cast<std::int32_t>(thresholds_.size());
   std::stable_sort(
       categorical_.begin(), categorical_.end(),
-      [](const CategoricalNode& a, const CategoricalNode& b) { return a.feature < b.feature; });
+      [](const CategoricalEntry& a, const CategoricalEntry& b) { return a.feature < b.feature; });
   usable_ = true;
 }
 

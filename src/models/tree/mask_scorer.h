@@ -1,11 +1,13 @@
 // Leaves of a forest of small trees found feature by feature instead of tree by tree, by
-// bitmasks (the QuickScorer scheme of Lucchese et al., 2015): a tree of at most 64 leaves keeps
-// one 64-bit word, a bit per leaf in left-to-right order, all set at first; every node a row
+// bitmasks (the QuickScorer scheme of Lucchese et al., 2015): a tree keeps a bit per leaf in
+// left-to-right order (one 64-bit word, two past 64 leaves), all set at first; every node a row
 // does not go left at clears the leaves of its left subtree; the row's leaf is then the lowest
 // bit left. The nodes a row goes right at are, for a numeric feature, a prefix of that
-// feature's nodes sorted by threshold, so a row reads a run of (threshold, tree, mask) triples
+// feature's nodes sorted by threshold, so a row reads a run of (threshold, word, mask) triples
 // per feature with one branch that is hard to predict (the run's end) instead of one at every
-// node of every tree (Leaves: forests of trees of at most 64 leaves). For blocks of rows,
+// node of every tree, and instead of a chain of node loads that each wait for the last
+// (Leaves; a node whose left subtree spans both words of a tree has a triple for each). For
+// blocks of rows,
 // GroupLeaves instead evaluates every node of a tree for eight rows at once, without branches,
 // the eight rows' words in vector registers (trees of up to 128 leaves: 32-bit quarters of a
 // 128-bit word a row past 32 leaves). The leaves are exactly those CompactForest::Leaf gives.
@@ -23,17 +25,17 @@ namespace tabforge::tree {
 
 class MaskScorer {
  public:
-  // The most leaves a tree may have (GroupLeaves), and for Leaves.
+  // The most leaves a tree may have.
   static constexpr int kMaxLeaves = 128;
-  static constexpr int kMaxRowLeaves = 64;
 
   // Tables for `forest`; empty (usable() false) when a tree has more than kMaxLeaves leaves.
   void Build(const CompactForest& forest);
 
-  // GroupLeaves may be used; Leaves too when rows_usable() (no tree over kMaxRowLeaves leaves).
+  // Leaves and GroupLeaves may be used.
   bool usable() const { return usable_; }
-  bool rows_usable() const { return rows_usable_; }
   int numeric_count() const { return numeric_count_; }
+  // The scratch words Leaves takes.
+  int row_words() const { return static_cast<int>(tree_word_.empty() ? 0 : tree_word_.back()) + 1; }
 
   // A tree's numeric node for GroupLeaves (the vector passes in mask_scorer.cc read these).
   struct TreeNode {
@@ -72,56 +74,75 @@ class MaskScorer {
 
   // The leaves (numbered as CompactForest::Leaf's) of every tree, into leaf[0, num_trees()), for
   // a row whose numeric values are numeric(feature) (NaN for missing) and categorical codes
-  // code(feature - numeric_count), codes binned by `mapper`. `words` is scratch of
-  // num_trees() + 1 words.
+  // code(feature - numeric_count), codes binned by `mapper`. `words` is scratch of row_words().
   template <typename Numeric, typename Code>
   void Leaves(const BinMapper& mapper, const Numeric& numeric, const Code& code,
               std::uint64_t* words, std::int32_t* leaf) const {
     const int trees = num_trees();
-    for (int tree = 0; tree <= trees; ++tree) words[tree] = ~std::uint64_t{0};
+    const int word_count = row_words();
+    for (int word = 0; word < word_count; ++word) words[word] = ~std::uint64_t{0};
     for (int feature = 0; feature < numeric_count_; ++feature) {
       const float value = numeric(feature);
       if (value != value) {  // NaN: the nodes whose missing values go right
         for (std::int32_t at = missing_begin_[feature]; at < missing_begin_[feature + 1]; ++at) {
-          words[missing_[at].tree] &= missing_[at].mask;
+          words[missing_[at].word] &= missing_[at].mask;
         }
         continue;
       }
       // The feature's thresholds ascend and end with +inf, which no value is above.
       std::int32_t at = numeric_begin_[feature];
       while (thresholds_[at] < value) {
-        words[numeric_[at].tree] &= numeric_[at].mask;
+        words[numeric_[at].word] &= numeric_[at].mask;
         ++at;
       }
     }
-    for (const CategoricalNode& node : categorical_) {
-      const int bin = mapper.feature(node.feature).CategoryBin(code(node.feature - numeric_count_));
+    int feature = -1;
+    int bin = 0;
+    for (const CategoricalEntry& node : categorical_) {
+      if (node.feature != feature) {  // the nodes come by feature: each code binned once
+        feature = node.feature;
+        bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
+      }
       const std::int32_t word = node.begin + bin / 32;
       const bool left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
-      if (!left) words[node.tree] &= node.mask;
+      if (!left) words[node.word] &= node.mask;
     }
+    // A tree's lowest leaf left: in its first word, or (a tree past 64 leaves whose first word
+    // is clear) in its second. A tree of one word always has a bit left there.
     for (int tree = 0; tree < trees; ++tree) {
-      leaf[tree] = leaf_order_[leaf_base_[tree] + std::countr_zero(words[tree])];
+      const std::int32_t word = tree_word_[tree];
+      const std::uint64_t low = words[word];
+      const int position =
+          low != 0 ? std::countr_zero(low) : 64 + std::countr_zero(words[word + 1]);
+      leaf[tree] = leaf_order_[leaf_base_[tree] + position];
     }
   }
 
  private:
   struct Entry {
-    std::uint64_t mask;  // the tree's leaves that stay possible when the row goes right
-    std::int32_t tree;
+    std::uint64_t mask;  // the word's leaves that stay possible when the row goes right
+    std::int32_t word;   // of Leaves's words (tree_word_)
+  };
+  // A categorical node in Leaves's tables (one per word its left subtree touches).
+  struct CategoricalEntry {
+    std::uint64_t mask;  // as Entry's
+    std::int32_t word;
+    std::int32_t feature;
+    std::int32_t begin;  // words [begin, end) of bits_: bit b set = bin b goes left
+    std::int32_t end;
   };
 
   bool usable_ = false;
   int numeric_count_ = 0;
-  // Leaves's tables (empty unless rows_usable_).
-  std::vector<float> thresholds_;             // per numeric feature, ascending, then +inf
-  std::vector<Entry> numeric_;                // beside thresholds_ (the +inf one: a spare word)
-  std::vector<std::int32_t> numeric_begin_;   // numeric feature -> its first threshold
-  std::vector<Entry> missing_;                // per numeric feature: nodes sending NaN right
-  std::vector<std::int32_t> missing_begin_;   // numeric_count + 1
-  std::vector<CategoricalNode> categorical_;  // every categorical node, by feature
+  // Leaves's tables.
+  std::vector<std::int32_t> tree_word_;      // num_trees + 1: a tree's first word; the last, spare
+  std::vector<float> thresholds_;            // per numeric feature, ascending, then +inf
+  std::vector<Entry> numeric_;               // beside thresholds_ (the +inf one: the spare word)
+  std::vector<std::int32_t> numeric_begin_;  // numeric feature -> its first threshold
+  std::vector<Entry> missing_;               // per numeric feature: nodes sending NaN right
+  std::vector<std::int32_t> missing_begin_;  // numeric_count + 1
+  std::vector<CategoricalEntry> categorical_;  // every categorical node, by feature
   std::vector<std::uint32_t> bits_;
-  bool rows_usable_ = false;
   // Every tree's numeric nodes, tree by tree, each tree's nodes that send missing values left
   // before those that send them right (from tree_missing_right_[tree]).
   std::vector<TreeNode> tree_nodes_;

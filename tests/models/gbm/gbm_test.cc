@@ -442,8 +442,8 @@ TEST(Gbm, GpuRowScoringMatchesPredictRaw) {
       });
 }
 
-// MaskScorer (PredictRaw's path for trees of at most 128 leaves), one row at a time (trees of at
-// most 64 leaves) and eight at once, finds the leaf CompactForest::Leaf walks to, in every tree,
+// MaskScorer (PredictRaw's path for trees of at most 128 leaves), one row at a time and eight at
+// once, finds the leaf CompactForest::Leaf walks to, in every tree,
 // for every row (missing values, missing codes, codes beyond the tables and values equal to
 // thresholds among them; categorical sets of several categories), and single rows predict the
 // doubles of the batch; trees of 129 leaves are left to the walks.
@@ -468,14 +468,13 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
   for (const tree::Tree& tree : model.trees())
     most_leaves = std::max(most_leaves, tree.num_leaves());
   ASSERT_EQ(scorer.usable(), most_leaves <= tree::MaskScorer::kMaxLeaves) << what;
-  ASSERT_EQ(scorer.rows_usable(), most_leaves <= tree::MaskScorer::kMaxRowLeaves) << what;
   const std::vector<double> batch = model.PredictRaw(rows, 2);
   const int outputs = model.num_outputs();
   if (scorer.usable()) {
     const int trees = forest.num_trees();
-    std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) + 1);
+    std::vector<std::uint64_t> words(static_cast<std::size_t>(scorer.row_words()));
     std::vector<std::int32_t> leaves(static_cast<std::size_t>(trees));
-    for (std::int64_t row = 0; row < rows.num_rows && scorer.rows_usable(); ++row) {
+    for (std::int64_t row = 0; row < rows.num_rows; ++row) {
       auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
       auto code = [&](int feature) { return rows.CategoricalColumn(feature)[row]; };
       scorer.Leaves(model.mapper(), numeric, code, words.data(), leaves.data());
