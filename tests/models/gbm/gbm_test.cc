@@ -362,8 +362,7 @@ TEST(Gbm, AdultTestAuc) {
     model.PredictRowRaw(values.data(), codes.data(), &one);
     ASSERT_EQ(one, raw[row]) << "row " << row;
   }
-  // So do a few rows (a block of fewer than 16 rows: found by bitmasks, the trees having at
-  // most 64 leaves).
+  // So do a few rows (a block of fewer than 16 rows: found by bitmasks, feature by feature).
   const std::vector<std::int64_t> few = {0, 5, test_features.num_rows - 1};
   const std::vector<double> few_raw = model.PredictRaw(features::SelectRows(test_features, few), 2);
   for (std::size_t at = 0; at < few.size(); ++at) ASSERT_EQ(few_raw[at], raw[few[at]]);
