@@ -551,6 +551,7 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     const std::int64_t block_rows = tree::CompactForest::BlockRows(rows, thread_count);
     const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
     constexpr int kRows = tree::MaskScorer::kGroupRows;
+    constexpr int kTreeChunk = 64;  // trees whose tables (at most 3 KB a tree) a block reuses
     const int numeric = scorer_.numeric_count();
     const int categorical = mapper_.num_features() - numeric;
     // A row's raw scores from its trees' leaves, added in tree order.
@@ -575,41 +576,55 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
         }
         continue;
       }
-      std::vector<float> values(static_cast<std::size_t>(numeric) * kRows);
-      std::vector<int> bins(static_cast<std::size_t>(categorical) * kRows);
-      std::vector<std::uint64_t> words(static_cast<std::size_t>(trees) * kRows);
-      std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees) * kRows);
-      std::vector<double> sums(static_cast<std::size_t>(kRows) * outputs);
-      for (std::int64_t group = first; group < last; group += kRows) {
-        const int count = static_cast<int>(std::min<std::int64_t>(kRows, last - group));
+      // The block's rows in groups of eight, their values laid out once; then the trees in
+      // chunks whose tables stay in cache while every group of the block passes through them
+      // (a model's tables run to megabytes). Each row adds its trees' values in tree order (as
+      // add_leaves): chunk after chunk, tree after tree within one.
+      const std::int64_t span = last - first;
+      const std::int64_t groups = (span + kRows - 1) / kRows;
+      const std::int64_t group_values = std::int64_t(numeric) * kRows;
+      const std::int64_t group_bins = std::int64_t(categorical) * kRows;
+      std::vector<float> values(static_cast<std::size_t>(groups * group_values));
+      std::vector<int> bins(static_cast<std::size_t>(groups * group_bins));
+      for (std::int64_t group = 0; group < groups; ++group) {
         for (int lane = 0; lane < kRows; ++lane) {
-          const std::int64_t row = group + std::min(lane, count - 1);  // short groups repeat
+          // A short last group repeats its last row.
+          const std::int64_t row = first + std::min<std::int64_t>(group * kRows + lane, span - 1);
           for (int feature = 0; feature < numeric; ++feature) {
-            values[feature * kRows + lane] = features.NumericColumn(feature)[row];
+            values[group * group_values + feature * kRows + lane] =
+                features.NumericColumn(feature)[row];
           }
           for (int feature = 0; feature < categorical; ++feature) {
-            bins[feature * kRows + lane] =
+            bins[group * group_bins + feature * kRows + lane] =
                 mapper_.feature(numeric + feature)
                     .CategoryBin(features.CategoricalColumn(feature)[row]);
           }
         }
-        scorer_.GroupLeaves(values.data(), bins.data(), words.data(), leaf.data());
-        // Each row adds its trees' values in tree order (as add_leaves), the group's rows side
-        // by side so that their additions do not wait on one another.
-        for (int lane = 0; lane < kRows; ++lane) {
-          for (int k = 0; k < outputs; ++k) sums[lane * outputs + k] = init_score_[k];
-        }
-        for (int tree = 0; tree < trees; ++tree) {
-          const std::int32_t* tree_leaf = leaf.data() + std::int64_t(tree) * kRows;
-          double* into = sums.data() + tree % outputs;
-          for (int lane = 0; lane < kRows; ++lane) {
-            into[lane * outputs] += leaf_values[tree_leaf[lane]];
+      }
+      std::vector<double> sums(static_cast<std::size_t>(groups * kRows * outputs));
+      for (std::int64_t at = 0; at < groups * kRows; ++at) {
+        std::copy_n(init_score_.data(), outputs, sums.data() + at * outputs);
+      }
+      std::vector<std::uint64_t> words(static_cast<std::size_t>(kTreeChunk) * kRows);
+      std::vector<std::int32_t> leaf(static_cast<std::size_t>(kTreeChunk) * kRows);
+      for (int chunk = 0; chunk < trees; chunk += kTreeChunk) {
+        const int chunk_end = std::min(trees, chunk + kTreeChunk);
+        for (std::int64_t group = 0; group < groups; ++group) {
+          scorer_.GroupLeaves(values.data() + group * group_values,
+                              bins.data() + group * group_bins, chunk, chunk_end, words.data(),
+                              leaf.data());
+          // The group's rows side by side, so that their additions do not wait on one another.
+          double* group_sums = sums.data() + group * kRows * outputs;
+          for (int tree = chunk; tree < chunk_end; ++tree) {
+            const std::int32_t* tree_leaf = leaf.data() + std::int64_t(tree - chunk) * kRows;
+            double* into = group_sums + tree % outputs;
+            for (int lane = 0; lane < kRows; ++lane) {
+              into[lane * outputs] += leaf_values[tree_leaf[lane]];
+            }
           }
         }
-        for (int lane = 0; lane < count; ++lane) {
-          std::copy_n(sums.data() + lane * outputs, outputs, raw.data() + (group + lane) * outputs);
-        }
       }
+      std::copy_n(sums.data(), span * outputs, raw.data() + first * outputs);
     }
     return raw;
   }

@@ -392,10 +392,9 @@ void TreeWordsPortable(const MaskScorer::TreeNode* node, const MaskScorer::TreeN
 
 }  // namespace
 
-void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t* words,
-                             std::int32_t* leaf, bool portable) const {
+void MaskScorer::GroupLeaves(const float* values, const int* bins, int first_tree, int end_tree,
+                             std::uint64_t* words, std::int32_t* leaf, bool portable) const {
   constexpr int kRows = kGroupRows;
-  const int trees = num_trees();
 #ifdef TFG_MASK_AVX2
   static const bool supported = __builtin_cpu_supports("avx2");
   const bool avx2 = supported && !portable;
@@ -403,7 +402,8 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
   (void)portable;
   constexpr bool avx2 = false;
 #endif
-  for (int tree = 0; tree < trees; ++tree) {
+  for (int tree = first_tree; tree < end_tree; ++tree) {
+    const std::int64_t slot = std::int64_t(tree - first_tree) * kRows;  // of words and leaf
     const TreeNode* first = tree_nodes_.data() + tree_node_begin_[tree];
     const TreeNode* end = tree_nodes_.data() + tree_node_begin_[tree + 1];
     const CategoricalNode* first_categorical =
@@ -434,11 +434,11 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
       for (int row = 0; row < kRows; ++row) {
         const int position =
             wide[row] != 0 ? std::countr_zero(wide[row]) : 64 + std::countr_zero(wide[kRows + row]);
-        leaf[std::int64_t(tree) * kRows + row] = order[position];
+        leaf[slot + row] = order[position];
       }
       continue;
     }
-    std::uint64_t* tree_words = words + std::int64_t(tree) * kRows;
+    std::uint64_t* tree_words = words + slot;
     if (avx2) {
 #ifdef TFG_MASK_AVX2
       NarrowTreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end,
@@ -452,7 +452,7 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, std::uint64_t
                                    bits_.data(), nullptr, tree_words);
     }
     for (int row = 0; row < kRows; ++row) {
-      leaf[std::int64_t(tree) * kRows + row] = order[std::countr_zero(tree_words[row])];
+      leaf[slot + row] = order[std::countr_zero(tree_words[row])];
     }
   }
 }

@@ -60,16 +60,16 @@ class MaskScorer {
   // Runs of a wide tree's numeric nodes (see wide_runs_).
   static constexpr int kWideRuns = 10;
 
-  // The leaves of every tree for kGroupRows rows at once, each tree's nodes all evaluated
-  // without branches (a tree's bitmask per row in registers: eight 32-bit words in one
-  // register for a tree of at most 32 leaves, four such registers of quarters for up to 128):
-  // values[f * kGroupRows + r] is numeric feature f of row r (NaN for missing),
+  // The leaves of trees [first_tree, end_tree) for kGroupRows rows at once, each tree's nodes
+  // all evaluated without branches (a tree's bitmask per row in registers: eight 32-bit words
+  // in one register for a tree of at most 32 leaves, four such registers of quarters for up to
+  // 128): values[f * kGroupRows + r] is numeric feature f of row r (NaN for missing),
   // bins[c * kGroupRows + r] categorical feature c's bin of row r (BinMapper::CategoryBin).
-  // `words` is scratch of kGroupRows * num_trees(); leaf[t * kGroupRows + r] is row r's leaf of
-  // tree t (numbered as CompactForest::Leaf's). AVX2 instructions are used where the processor
-  // has them, unless `portable`.
-  void GroupLeaves(const float* values, const int* bins, std::uint64_t* words, std::int32_t* leaf,
-                   bool portable = false) const;
+  // `words` is scratch of kGroupRows words a tree; leaf[(t - first_tree) * kGroupRows + r] is
+  // row r's leaf of tree t (numbered as CompactForest::Leaf's). AVX2 instructions are used
+  // where the processor has them, unless `portable`.
+  void GroupLeaves(const float* values, const int* bins, int first_tree, int end_tree,
+                   std::uint64_t* words, std::int32_t* leaf, bool portable = false) const;
   int num_trees() const { return static_cast<int>(leaf_base_.size()); }
 
   // The leaves (numbered as CompactForest::Leaf's) of every tree, into leaf[0, num_trees()), for

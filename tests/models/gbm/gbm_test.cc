@@ -503,8 +503,14 @@ void ExpectMaskScoringMatches(const GbmModel& model, const features::FeatureMatr
         }
       }
       for (const bool portable : {false, true}) {
-        scorer.GroupLeaves(values.data(), bins.data(), group_words.data(), group_leaves.data(),
-                           portable);
+        // The trees in chunks of seven (the vector pass) or all at once.
+        const int chunk = portable ? trees : 7;
+        std::fill(group_leaves.begin(), group_leaves.end(), -1);
+        for (int tree = 0; tree < trees; tree += chunk) {
+          scorer.GroupLeaves(values.data(), bins.data(), tree, std::min(trees, tree + chunk),
+                             group_words.data(), group_leaves.data() + std::int64_t(tree) * kRows,
+                             portable);
+        }
         for (int lane = 0; lane < kRows; ++lane) {
           const std::int64_t row = first + lane;
           auto numeric = [&](int feature) { return rows.NumericColumn(feature)[row]; };
