@@ -119,7 +119,8 @@ void MaskScorer::Build(const CompactForest& forest) {
         tree_categorical_.push_back({low, tree, feature, begin, end, {head[0], head[1]}});
         tree_categorical_high_.push_back(high);
         for (int e = 0; e < entry_count; ++e) {
-          categorical_.push_back({entries[e].mask, entries[e].word, feature, begin, end});
+          categorical_.push_back(
+              {entries[e].mask, entries[e].word, feature, begin, end, {head[0], head[1]}});
         }
       } else {
         for (int e = 0; e < entry_count; ++e) {

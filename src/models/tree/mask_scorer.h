@@ -103,9 +103,15 @@ class MaskScorer {
         feature = node.feature;
         bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
       }
-      const std::int32_t word = node.begin + bin / 32;
-      const bool left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
-      if (!left) words[node.word] &= node.mask;
+      bool left;
+      if (static_cast<unsigned>(bin) < 64) {  // the set's first two words, kept in the entry
+        left = (node.head[bin / 32] >> (bin % 32)) & 1u;
+      } else {
+        const std::int32_t word = node.begin + bin / 32;
+        left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
+      }
+      // Without a branch: which way a row goes is as good as random to a predictor.
+      words[node.word] &= left ? ~std::uint64_t{0} : node.mask;
     }
     // A tree's lowest leaf left: in its first word, or (a tree past 64 leaves whose first word
     // is clear) in its second. A tree of one word always has a bit left there.
@@ -130,6 +136,7 @@ class MaskScorer {
     std::int32_t feature;
     std::int32_t begin;  // words [begin, end) of bits_: bit b set = bin b goes left
     std::int32_t end;
+    std::uint32_t head[2];  // the set's first two words (0 past its end), for bins below 64
   };
 
   bool usable_ = false;
