@@ -7,10 +7,10 @@
 // per feature with one branch that is hard to predict (the run's end) instead of one at every
 // node of every tree, and instead of a chain of node loads that each wait for the last
 // (Leaves; a node whose left subtree spans both words of a tree has a triple for each). For
-// blocks of rows,
-// GroupLeaves instead evaluates every node of a tree for eight rows at once, without branches,
-// the eight rows' words in vector registers (trees of up to 128 leaves: 32-bit quarters of a
-// 128-bit word a row past 32 leaves). The leaves are exactly those CompactForest::Leaf gives.
+// blocks of rows, GroupLeaves instead evaluates every node of a tree for eight rows at once,
+// without branches, the eight rows' words in vector registers (trees of up to 128 leaves:
+// 32-bit quarters of a 128-bit word a row past 32 leaves). The leaves are exactly those
+// CompactForest::Leaf gives.
 #pragma once
 
 #include <array>
