@@ -552,6 +552,9 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
     constexpr int kRows = tree::MaskScorer::kGroupRows;
     constexpr int kTreeChunk = 64;  // trees whose tables (at most 3 KB a tree) a block reuses
+    // Blocks of fewer rows (a single row, say) take the one-row pass: groups of eight would
+    // mostly repeat rows.
+    constexpr std::int64_t kFewRows = tree::CompactForest::kWalkGroup;
     const int numeric = scorer_.numeric_count();
     const int categorical = mapper_.num_features() - numeric;
     // A row's raw scores from its trees' leaves, added in tree order.
@@ -564,7 +567,7 @@ std::vector<double> GbmModel::PredictRaw(const features::FeatureMatrix& features
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t first = block * block_rows;
       const std::int64_t last = std::min(rows, first + block_rows);
-      if (last - first < kGroup) {
+      if (last - first < kFewRows) {
         std::vector<std::uint64_t> words(static_cast<std::size_t>(scorer_.row_words()));
         std::vector<std::int32_t> leaf(static_cast<std::size_t>(trees));
         for (std::int64_t row = first; row < last; ++row) {
