@@ -61,12 +61,11 @@ void MaskScorer::Build(const CompactForest& forest) {
   }
   tree_word_ = std::move(tree_word);
   numeric_count_ = forest.numeric_count();
-  struct NumericNode {
-    float threshold;
-    Entry entry;
-  };
-  std::vector<std::vector<NumericNode>> numeric(static_cast<std::size_t>(numeric_count_));
+  std::vector<std::vector<Entry>> numeric(static_cast<std::size_t>(numeric_count_));
   std::vector<std::vector<Entry>> missing(static_cast<std::size_t>(numeric_count_));
+  // Categorical nodes by categorical feature (numbered from 0).
+  std::vector<std::vector<NarrowEntry>> narrow_nodes;
+  std::vector<std::vector<CategoricalEntry>> wide_nodes;
   struct WideNode {
     TreeNode node;
     std::uint64_t high;  // its mask of leaves 64-127
@@ -103,8 +102,8 @@ void MaskScorer::Build(const CompactForest& forest) {
       const std::uint64_t high = ~LeafBits(first, left_count, 64);
       Entry entries[2];
       int entry_count = 0;
-      if (low != ~std::uint64_t{0}) entries[entry_count++] = {low, word};
-      if (two_words && high != ~std::uint64_t{0}) entries[entry_count++] = {high, word + 1};
+      if (low != ~std::uint64_t{0}) entries[entry_count++] = {low, word, 0.0f};
+      if (two_words && high != ~std::uint64_t{0}) entries[entry_count++] = {high, word + 1, 0.0f};
       const int feature = node.feature & CompactForest::kFeatureMask;
       if (node.feature & CompactForest::kCategorical) {
         const CompactForest::Categories& set =
@@ -118,15 +117,25 @@ void MaskScorer::Build(const CompactForest& forest) {
             begin + 1 < end ? bits_[static_cast<std::size_t>(begin) + 1] : 0u};
         tree_categorical_.push_back({low, tree, feature, begin, end, {head[0], head[1]}});
         tree_categorical_high_.push_back(high);
+        const auto index = static_cast<std::size_t>(feature - numeric_count_);
+        if (index >= narrow_nodes.size()) {
+          narrow_nodes.resize(index + 1);
+          wide_nodes.resize(index + 1);
+        }
         for (int e = 0; e < entry_count; ++e) {
-          categorical_.push_back(
-              {entries[e].mask, entries[e].word, feature, begin, end, {head[0], head[1]}});
+          if (end - begin <= 1) {
+            narrow_nodes[index].push_back({entries[e].mask, entries[e].word, head[0]});
+          } else {
+            wide_nodes[index].push_back({entries[e].mask, entries[e].word, begin, end});
+          }
         }
       } else {
         for (int e = 0; e < entry_count; ++e) {
-          numeric[static_cast<std::size_t>(feature)].push_back({node.threshold, entries[e]});
+          Entry entry = entries[e];
+          entry.threshold = node.threshold;
+          numeric[static_cast<std::size_t>(feature)].push_back(entry);
           if (!(node.feature & CompactForest::kDefaultLeft)) {
-            missing[static_cast<std::size_t>(feature)].push_back(entries[e]);
+            missing[static_cast<std::size_t>(feature)].push_back(entry);
           }
         }
         tree_nodes.push_back(
@@ -179,19 +188,14 @@ void MaskScorer::Build(const CompactForest& forest) {
   }
   numeric_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
   missing_begin_.assign(static_cast<std::size_t>(numeric_count_) + 1, 0);
-  const Entry spare{~std::uint64_t{0}, tree_word_.back()};  // the scratch word
+  // The scratch word, after each feature's thresholds.
+  const Entry spare{~std::uint64_t{0}, tree_word_.back(), std::numeric_limits<float>::infinity()};
   for (int feature = 0; feature < numeric_count_; ++feature) {
-    std::vector<NumericNode>& nodes = numeric[static_cast<std::size_t>(feature)];
-    std::stable_sort(nodes.begin(), nodes.end(), [](const NumericNode& a, const NumericNode& b) {
-      return a.threshold < b.threshold;
-    });
-    numeric_begin_[static_cast<std::size_t>(feature)] =
-        static_cast<std::int32_t>(thresholds_.size());
-    for (const NumericNode& node : nodes) {
-      thresholds_.push_back(node.threshold);
-      numeric_.push_back(node.entry);
-    }
-    thresholds_.push_back(std::numeric_limits<float>::infinity());
+    std::vector<Entry>& nodes = numeric[static_cast<std::size_t>(feature)];
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [](const Entry& a, const Entry& b) { return a.threshold < b.threshold; });
+    numeric_begin_[static_cast<std::size_t>(feature)] = static_cast<std::int32_t>(numeric_.size());
+    numeric_.insert(numeric_.end(), nodes.begin(), nodes.end());
     numeric_.push_back(spare);
     const std::vector<Entry>& sent_right = missing[static_cast<std::size_t>(feature)];
     missing_.insert(missing_.end(), sent_right.begin(), sent_right.end());
@@ -199,10 +203,15 @@ void MaskScorer::Build(const CompactForest& forest) {
         static_cast<std::int32_t>(missing_.size());
   }
   numeric_begin_[static_cast<std::size_t>(numeric_count_)] =
-      static_cast<std::int32_t>(thresholds_.size());
-  std::stable_sort(
-      categorical_.begin(), categorical_.end(),
-      [](const CategoricalEntry& a, const CategoricalEntry& b) { return a.feature < b.feature; });
+      static_cast<std::int32_t>(numeric_.size());
+  narrow_begin_.assign(1, 0);
+  wide_begin_.assign(1, 0);
+  for (std::size_t index = 0; index < narrow_nodes.size(); ++index) {
+    narrow_.insert(narrow_.end(), narrow_nodes[index].begin(), narrow_nodes[index].end());
+    wide_.insert(wide_.end(), wide_nodes[index].begin(), wide_nodes[index].end());
+    narrow_begin_.push_back(static_cast<std::int32_t>(narrow_.size()));
+    wide_begin_.push_back(static_cast<std::int32_t>(wide_.size()));
+  }
   usable_ = true;
 }
 

@@ -90,28 +90,35 @@ class MaskScorer {
         continue;
       }
       // The feature's thresholds ascend and end with +inf, which no value is above.
-      std::int32_t at = numeric_begin_[feature];
-      while (thresholds_[at] < value) {
-        words[numeric_[at].word] &= numeric_[at].mask;
-        ++at;
+      const Entry* entry = numeric_.data() + numeric_begin_[feature];
+      while (entry->threshold < value) {
+        words[entry->word] &= entry->mask;
+        ++entry;
       }
     }
-    int feature = -1;
-    int bin = 0;
-    for (const CategoricalEntry& node : categorical_) {
-      if (node.feature != feature) {  // the nodes come by feature: each code binned once
-        feature = node.feature;
-        bin = mapper.feature(feature).CategoryBin(code(feature - numeric_count_));
-      }
-      bool left;
-      if (static_cast<unsigned>(bin) < 64) {  // the set's first two words, kept in the entry
-        left = (node.head[bin / 32] >> (bin % 32)) & 1u;
+    const int categorical = static_cast<int>(narrow_begin_.size()) - 1;
+    for (int feature = 0; feature < categorical; ++feature) {
+      const std::int32_t narrow_end = narrow_begin_[feature + 1];
+      const std::int32_t wide_end = wide_begin_[feature + 1];
+      std::int32_t at = narrow_begin_[feature];
+      std::int32_t wide = wide_begin_[feature];
+      if (at == narrow_end && wide == wide_end) continue;
+      const int bin = mapper.feature(numeric_count_ + feature).CategoryBin(code(feature));
+      if (static_cast<unsigned>(bin) < 32) {
+        // Without a branch: which way a row goes is as good as random to a predictor.
+        for (; at < narrow_end; ++at) {
+          const NarrowEntry& node = narrow_[at];
+          words[node.word] &= node.mask | (0 - std::uint64_t{(node.set >> bin) & 1u});
+        }
       } else {
-        const std::int32_t word = node.begin + bin / 32;
-        left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
+        for (; at < narrow_end; ++at) words[narrow_[at].word] &= narrow_[at].mask;
       }
-      // Without a branch: which way a row goes is as good as random to a predictor.
-      words[node.word] &= left ? ~std::uint64_t{0} : node.mask;
+      for (; wide < wide_end; ++wide) {
+        const CategoricalEntry& node = wide_[wide];
+        const std::int32_t word = node.begin + bin / 32;
+        const bool left = word < node.end && ((bits_[word] >> (bin % 32)) & 1u);
+        words[node.word] &= left ? ~std::uint64_t{0} : node.mask;
+      }
     }
     // A tree's lowest leaf left: in its first word, or (a tree past 64 leaves whose first word
     // is clear) in its second. A tree of one word always has a bit left there.
@@ -128,27 +135,36 @@ class MaskScorer {
   struct Entry {
     std::uint64_t mask;  // the word's leaves that stay possible when the row goes right
     std::int32_t word;   // of Leaves's words (tree_word_)
+    float threshold;     // a numeric node's (unused for missing values)
   };
-  // A categorical node in Leaves's tables (one per word its left subtree touches).
+  // A categorical node of Leaves's tables whose set lies in bins 0-31, one per word its left
+  // subtree touches: a row of a bin past 31 goes right.
+  struct NarrowEntry {
+    std::uint64_t mask;  // as Entry's
+    std::int32_t word;
+    std::uint32_t set;  // bit b set = bin b goes left
+  };
+  // A categorical node whose set reaches past bin 31.
   struct CategoricalEntry {
     std::uint64_t mask;  // as Entry's
     std::int32_t word;
-    std::int32_t feature;
     std::int32_t begin;  // words [begin, end) of bits_: bit b set = bin b goes left
     std::int32_t end;
-    std::uint32_t head[2];  // the set's first two words (0 past its end), for bins below 64
   };
 
   bool usable_ = false;
   int numeric_count_ = 0;
   // Leaves's tables.
-  std::vector<std::int32_t> tree_word_;      // num_trees + 1: a tree's first word; the last, spare
-  std::vector<float> thresholds_;            // per numeric feature, ascending, then +inf
-  std::vector<Entry> numeric_;               // beside thresholds_ (the +inf one: the spare word)
-  std::vector<std::int32_t> numeric_begin_;  // numeric feature -> its first threshold
+  std::vector<std::int32_t> tree_word_;  // num_trees + 1: a tree's first word; the last, spare
+  std::vector<Entry> numeric_;  // per numeric feature, ascending thresholds, then +inf (spare word)
+  std::vector<std::int32_t> numeric_begin_;  // numeric feature -> its first entry
   std::vector<Entry> missing_;               // per numeric feature: nodes sending NaN right
   std::vector<std::int32_t> missing_begin_;  // numeric_count + 1
-  std::vector<CategoricalEntry> categorical_;  // every categorical node, by feature
+  // Categorical nodes by feature (categorical feature c: [begin[c], begin[c + 1])).
+  std::vector<NarrowEntry> narrow_;
+  std::vector<std::int32_t> narrow_begin_;
+  std::vector<CategoricalEntry> wide_;
+  std::vector<std::int32_t> wide_begin_;
   std::vector<std::uint32_t> bits_;
   // Every tree's numeric nodes, tree by tree, each tree's nodes that send missing values left
   // before those that send them right (from tree_missing_right_[tree]).
