@@ -79,10 +79,8 @@ class CudaRoundTrainer final : public RoundTrainer {
       TFG_CUDA_CHECK(cudaMemcpy(&count, bag_count_.data(), sizeof(int), cudaMemcpyDeviceToHost));
       bag_rows_ = count;
     }
-    kernels::ComputeGradients(setup_.objective, scores_.data(), labels_.data(),
-                              setup_.weights.empty() ? nullptr : weights_.data(), gradients_.data(),
-                              outputs > 1 ? hessians_.data() : nullptr, pairs_.data(), rows,
-                              max_bits_.data());
+    if (gradients_round_ != round) ComputeGradients();
+    gradients_round_ = -1;
     const std::vector<std::uint8_t> active = SampleTreeFeatures(
         setup_.mapper->num_features(), params_.feature_fraction, params_.seed, round);
     for (int k = 0; k < outputs; ++k) {
@@ -99,9 +97,20 @@ class CudaRoundTrainer final : public RoundTrainer {
       quantized.pairs = pairs_.data();
       quantized.exact_gradients = class_gradient;
       quantized.scales = scales_.data();
-      tree::Tree tree = grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized,
-                                     active, params_.seed ^ (std::uint64_t(round) * outputs + k));
-      UpdateScores(tree, k);
+      // Once the device has grown the tree, its scores, and after the round's last tree the next
+      // round's gradients, are queued for the device to compute while the host rebuilds the
+      // tree. (With bagging, the rows out of the bag are scored through the rebuilt tree, and
+      // the gradients wait for it.)
+      auto grown = [&] {
+        UpdateScores(k);
+        if (k == outputs - 1 && !setup_.bagging) {
+          ComputeGradients();
+          gradients_round_ = round + 1;
+        }
+      };
+      tree::Tree tree =
+          grower_.Grow(setup_.bagging ? bag_.data() : nullptr, bag_rows_, quantized, active,
+                       params_.seed ^ (std::uint64_t(round) * outputs + k), grown);
       for (double& value : tree.leaf_values()) value *= params_.learning_rate;
       if (setup_.bagging) AddOutOfBagScores(tree, k);
       trees.push_back(std::move(tree));
@@ -113,11 +122,20 @@ class CudaRoundTrainer final : public RoundTrainer {
   std::int64_t DeviceUnusedSplitRows() const override { return grower_.unused_split_rows(); }
 
  private:
-  // Adds the tree's leaf values (unscaled on the device; times the learning rate as the host
-  // scales them) to the scores of the rows it was grown on.
-  void UpdateScores(const tree::Tree& tree, int output) {
+  // Gradients (and the class hessians) of every output from the scores.
+  void ComputeGradients() {
+    kernels::ComputeGradients(setup_.objective, scores_.data(), labels_.data(),
+                              setup_.weights.empty() ? nullptr : weights_.data(), gradients_.data(),
+                              outputs_ > 1 ? hessians_.data() : nullptr, pairs_.data(), rows_,
+                              max_bits_.data());
+  }
+
+  // Adds the last tree's leaf values (unscaled on the device; times the learning rate as the
+  // host scales them) to the scores of the rows it was grown on.
+  void UpdateScores(int output) {
     kernels::AddLeafScores(grower_.device_order(), grower_.device_leaf_ranges(),
-                           grower_.device_leaf_chunks(), tree.num_leaves(),
+                           grower_.device_leaf_chunks(), grower_.device_leaf_count(),
+                           std::max(setup_.grower.num_leaves, 1),
                            setup_.bagging ? bag_rows_ : rows_, grower_.device_leaf_values(),
                            params_.learning_rate, scores_.data(), outputs_, output);
   }
@@ -170,6 +188,7 @@ class CudaRoundTrainer final : public RoundTrainer {
   DeviceArray<int> bag_count_;
   DeviceArray<std::uint8_t> select_temp_;
   std::int64_t bag_rows_ = 0;
+  int gradients_round_ = -1;  // the round whose gradients gradients_ holds already (-1: none)
   DeviceArray<double> leaf_values_;
   DeviceArray<kernels::RouteNode> nodes_;
   DeviceArray<std::uint32_t> bitsets_;

@@ -107,8 +107,9 @@ __global__ void BagKernel(std::uint64_t seed, std::uint64_t stream, double fract
 // Adds each leaf's value to the scores of its rows (positions [begin, end) of `order`).
 // Work items are chunks of kLeafChunk positions of one leaf (chunks[l]: leaf l's first).
 __global__ void LeafScoreKernel(const std::int32_t* order, const long long* ranges,
-                                const int* chunks, int leaf_count, const double* values,
+                                const int* chunks, const int* leaf_counts, const double* values,
                                 double learning_rate, float* scores, int outputs, int output) {
+  const int leaf_count = *leaf_counts;
   const int items = chunks[leaf_count];
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const tree::kernels::LeafChunk chunk =
@@ -207,9 +208,9 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
 }
 
 void AddLeafScores(const std::int32_t* order, const long long* ranges, const int* chunks,
-                   int leaf_count, std::int64_t rows, const double* values, double learning_rate,
-                   float* scores, int outputs, int output) {
-  const std::int64_t items = rows / tree::kernels::kLeafChunk + leaf_count;
+                   const int* leaf_count, int most_leaves, std::int64_t rows, const double* values,
+                   double learning_rate, float* scores, int outputs, int output) {
+  const std::int64_t items = rows / tree::kernels::kLeafChunk + most_leaves;
   const int blocks = static_cast<int>(std::clamp<std::int64_t>(items, 1, 2048));
   LeafScoreKernel<<<blocks, kThreads>>>(order, ranges, chunks, leaf_count, values, learning_rate,
                                         scores, outputs, output);

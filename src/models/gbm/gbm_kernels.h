@@ -59,10 +59,11 @@ void DrawBag(std::uint64_t seed, std::uint64_t stream, double fraction, std::uin
 
 // Adds leaf values times `learning_rate` to the scores of the rows grouped by leaf (positions
 // ranges[2l, 2l + 1) of `order`, `rows` in all), for output `output` of `outputs`; `chunks` is
-// the grower's work list over them (DeviceTreeGrower::device_leaf_chunks).
+// the grower's work list over them (DeviceTreeGrower::device_leaf_chunks), `leaf_count` the
+// leaves' count on the device, at most `most_leaves`.
 void AddLeafScores(const std::int32_t* order, const long long* ranges, const int* chunks,
-                   int leaf_count, std::int64_t rows, const double* values, double learning_rate,
-                   float* scores, int outputs, int output);
+                   const int* leaf_count, int most_leaves, std::int64_t rows, const double* values,
+                   double learning_rate, float* scores, int outputs, int output);
 
 // Routes the rows outside the bag through the tree by their bins and adds their leaf's value.
 void AddOutOfBagScores(const std::uint8_t* bins8, const std::uint16_t* bins16, int stride,

@@ -121,6 +121,7 @@ struct DeviceTreeGrower::State {
   device::PinnedArray<kernels::GrowState> state_copy;
   device::PinnedArray<kernels::GrowLeaf> leaf_copy;
   device::PinnedArray<double> value_copy;
+  cudaEvent_t copied = nullptr;  // recorded once a tree's records are queued to the host
   kernels::GrowContext context;
   // One batch's kernels as a graph, for the gradient and scale arrays it was captured with.
   cudaGraphExec_t batch_graph = nullptr;
@@ -134,6 +135,7 @@ struct DeviceTreeGrower::State {
     // Batches a failed Grow left queued may still write the mapped status and the arrays.
     cudaStreamSynchronize(nullptr);
     if (batch_graph != nullptr) cudaGraphExecDestroy(batch_graph);
+    if (copied != nullptr) cudaEventDestroy(copied);
   }
 
   // Captures kernels::EnqueueBatch for the context as it is now.
@@ -289,6 +291,7 @@ DeviceTreeGrower::DeviceTreeGrower(const BinMatrix& bins, const BinMapper& mappe
   s.cursors.Resize(2 * leaves);
   s.values.Resize(leaves);
   s.status.Resize(1);
+  TFG_CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
   s.state_copy.Resize(1);
   s.leaf_copy.Resize(capacity);
   s.value_copy.Resize(leaves);
@@ -417,6 +420,10 @@ const double* DeviceTreeGrower::device_leaf_values() const { return state_->valu
 
 const int* DeviceTreeGrower::device_leaf_chunks() const { return state_->leaf_prefix.data(); }
 
+const int* DeviceTreeGrower::device_leaf_count() const {
+  return &state_->grow_state.data()->tree_leaves;
+}
+
 std::int64_t DeviceTreeGrower::batches_run() const { return state_->batches_run; }
 
 std::int64_t DeviceTreeGrower::histogram_bytes() const {
@@ -442,11 +449,12 @@ const void* DeviceTreeGrower::device_bins() const {
 // The device grows the tree batch by batch (kernels::EnqueueRoot, then the batch graph queued
 // a few ahead until the selection reports the tree complete); the host then reads the leaf
 // records and replays the CPU's loop over them: the LeafQueue's choice among the tree's leaves,
-// and CommitSplit of the split the device made for the chosen one. The device waits meanwhile,
-// so the replay is kept to O(leaves log leaves).
+// and CommitSplit of the split the device made for the chosen one, kept to O(leaves log
+// leaves); the device runs what the caller queued in `on_grown` meanwhile.
 Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_rows,
                             const DeviceGradients& gradients,
-                            const std::vector<std::uint8_t>& active, std::uint64_t seed) {
+                            const std::vector<std::uint8_t>& active, std::uint64_t seed,
+                            const std::function<void()>& on_grown) {
   State& s = *state_;
   kernels::GrowContext& c = s.context;
   const std::int64_t count = device_rows != nullptr ? num_rows : s.rows;
@@ -512,7 +520,16 @@ Tree DeviceTreeGrower::Grow(const std::int32_t* device_rows, std::int64_t num_ro
                                  cudaMemcpyDeviceToHost));
   TFG_CUDA_CHECK(cudaMemcpyAsync(s.value_copy.data(), s.values.data(),
                                  s.values.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  TFG_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  TFG_CUDA_CHECK(cudaEventRecord(s.copied, nullptr));
+  if (on_grown) {
+    try {
+      on_grown();
+    } catch (...) {
+      cudaStreamSynchronize(nullptr);  // what it queued may still use the arrays
+      throw;
+    }
+  }
+  TFG_CUDA_CHECK(cudaEventSynchronize(s.copied));
 
   const kernels::GrowState& grown = *s.state_copy.data();
   s.dirty_slots = std::clamp(grown.slots_used, 0, s.slots);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,9 +42,13 @@ class DeviceTreeGrower {
   // Grows a tree on the first `num_rows` rows listed in `device_rows` (device memory; null:
   // every row), as TreeGrower::Grow does: the same tree, leaf values unscaled. The pointers of
   // `gradients` should stay the same from tree to tree (the batch graph holds them).
+  // `on_grown`, when given, is called once the device has grown the tree and queued its leaf
+  // values, before the host rebuilds the tree from the device's records: work it queues on the
+  // default stream over the tree's rows and leaf values (device_order and the others below,
+  // device_leaf_count for the count) runs while the host does that.
   Tree Grow(const std::int32_t* device_rows, std::int64_t num_rows,
             const DeviceGradients& gradients, const std::vector<std::uint8_t>& active,
-            std::uint64_t seed);
+            std::uint64_t seed, const std::function<void()>& on_grown = {});
 
   // The last tree's rows on the device: positions grouped by leaf (device_order: two halves of
   // the grower's rows, a leaf's range in one of them; positions outside the tree leaves'
@@ -52,6 +57,8 @@ class DeviceTreeGrower {
   const std::int32_t* device_order() const;
   const long long* device_leaf_ranges() const;
   const double* device_leaf_values() const;
+  // The last tree's leaf count, on the device (at most GrowerParams::num_leaves).
+  const int* device_leaf_count() const;
   // A work list over the last tree's rows: leaf l's first item of kernels::kLeafChunk positions
   // (num_leaves + 1 entries, the last the total), on the device.
   const int* device_leaf_chunks() const;
