@@ -4,6 +4,8 @@
 #include <bit>
 #include <limits>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -176,6 +178,38 @@ void MaskScorer::Build(const CompactForest& forest) {
     if (wide_tree) {
       tree_wide_[static_cast<std::size_t>(tree)] = static_cast<std::int32_t>(wide_runs_.size());
       wide_runs_.push_back(runs);
+      // The tree's categorical nodes likewise, by the quarter they clear (4: several).
+      const std::size_t categorical_first = tree_categorical_begin_[static_cast<std::size_t>(tree)];
+      std::vector<std::pair<int, std::size_t>> by_quarter;  // (run, node)
+      for (std::size_t at = categorical_first; at < tree_categorical_.size(); ++at) {
+        int touched = 0;
+        int quarter = 0;
+        for (int q = 0; q < 4; ++q) {
+          if (QuarterMask(tree_categorical_[at].mask, tree_categorical_high_[at], q) !=
+              ~std::uint32_t{0}) {
+            ++touched;
+            quarter = q;
+          }
+        }
+        by_quarter.push_back({touched == 1 ? quarter : 4, at});
+      }
+      std::stable_sort(by_quarter.begin(), by_quarter.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<CategoricalNode> nodes;
+      std::vector<std::uint64_t> highs;
+      std::array<std::int32_t, kCategoricalRuns + 1> categorical_runs{};
+      for (const auto& [run, at] : by_quarter) {
+        nodes.push_back(tree_categorical_[at]);
+        highs.push_back(tree_categorical_high_[at]);
+        ++categorical_runs[static_cast<std::size_t>(run) + 1];
+      }
+      std::copy(nodes.begin(), nodes.end(), tree_categorical_.begin() + categorical_first);
+      std::copy(highs.begin(), highs.end(), tree_categorical_high_.begin() + categorical_first);
+      categorical_runs[0] = static_cast<std::int32_t>(categorical_first);
+      for (int run = 1; run <= kCategoricalRuns; ++run) {
+        categorical_runs[run] += categorical_runs[run - 1];
+      }
+      wide_categorical_runs_.push_back(categorical_runs);
     }
     for (const WideNode& wide : tree_nodes) {
       tree_nodes_.push_back(wide.node);
@@ -239,15 +273,21 @@ __attribute__((target("avx2"))) inline __m256i NumericRight(const MaskScorer::Tr
   return _mm256_castps_si256(_mm256_cmp_ps(value, _mm256_set1_ps(node.threshold), kPredicate));
 }
 
-// The rows categorical node `node` sends right: those whose bin's bit is clear. Bins below 64
-// shift the set's first two words; a longer set is read word by word (a gather).
+// The rows categorical node `node` sends right: those whose bin's bit is clear. A set of one or
+// two words is tested in the node's copy of them; a longer set is read word by word (a gather).
 __attribute__((target("avx2"))) inline __m256i CategoricalRight(
     const MaskScorer::CategoricalNode& node, const int* bins, int numeric_count,
     const std::uint32_t* bits) {
   const __m256i bin = _mm256_loadu_si256(
       reinterpret_cast<const __m256i*>(bins + (node.feature - numeric_count) * 8));
   __m256i word;
-  if (node.end - node.begin <= 2) {
+  if (node.end - node.begin <= 1) {
+    // A set of bins 0-31: the row's bit (none past bin 31: a shift by 32 or more gives 0).
+    const __m256i bit = _mm256_sllv_epi32(_mm256_set1_epi32(1), bin);
+    const __m256i left = _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(node.head[0])), bit);
+    return _mm256_cmpeq_epi32(left, _mm256_setzero_si256());
+  }
+  if (node.end - node.begin == 2) {
     // A shift by 32 or more (bins past the word, and bin - 32 below 0 as unsigned) gives 0.
     const __m256i low = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(node.head[0])), bin);
     const __m256i high = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(node.head[1])),
@@ -317,17 +357,43 @@ __attribute__((target("avx2"))) inline void QuarterRun(const MaskScorer::TreeNod
   }
 }
 
+// One run of a wide tree's categorical nodes, as QuarterRun's (`high`: their masks of leaves
+// 64-127).
+template <int kQuarter>
+__attribute__((target("avx2"))) inline void CategoricalQuarterRun(
+    const MaskScorer::CategoricalNode* node, const MaskScorer::CategoricalNode* end,
+    const std::uint64_t* high, const int* bins, int numeric_count, const std::uint32_t* bits,
+    __m256i& q0, __m256i& q1, __m256i& q2, __m256i& q3) {
+  for (; node < end; ++node, ++high) {
+    const __m256i lanes = CategoricalRight(*node, bins, numeric_count, bits);
+    if constexpr (kQuarter == 0) {
+      ClearNarrow(lanes, QuarterMask(node->mask, 0, 0), q0);
+    } else if constexpr (kQuarter == 1) {
+      ClearNarrow(lanes, QuarterMask(node->mask, 0, 1), q1);
+    } else if constexpr (kQuarter == 2) {
+      ClearNarrow(lanes, QuarterMask(0, *high, 2), q2);
+    } else if constexpr (kQuarter == 3) {
+      ClearNarrow(lanes, QuarterMask(0, *high, 3), q3);
+    } else {
+      ClearNarrow(lanes, QuarterMask(node->mask, *high, 0), q0);
+      ClearNarrow(lanes, QuarterMask(node->mask, *high, 1), q1);
+      ClearNarrow(lanes, QuarterMask(node->mask, *high, 2), q2);
+      ClearNarrow(lanes, QuarterMask(node->mask, *high, 3), q3);
+    }
+  }
+}
+
 // The same for a tree of 33-128 leaves: the eight rows' words of leaves 32q to 32q + 31 in
 // register q (0-3), its numeric nodes in the runs that start at runs[0 .. kWideRuns - 1]
 // (runs[kWideRuns]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
 // masks of leaves 64-127: words[r] is row r's word of leaves 0-63, words[8 + r] of 64-127.
 __attribute__((target("avx2"))) void WideTreeWordsAvx2(
     const MaskScorer::TreeNode* const* runs, const std::uint64_t* node_high,
-    const MaskScorer::CategoricalNode* categorical,
-    const MaskScorer::CategoricalNode* categorical_end, const std::uint64_t* categorical_high,
-    const float* values, const int* bins, int numeric_count, const std::uint32_t* bits,
-    std::uint64_t* words) {
+    const MaskScorer::CategoricalNode* const* categorical_runs,
+    const std::uint64_t* categorical_high, const float* values, const int* bins, int numeric_count,
+    const std::uint32_t* bits, std::uint64_t* words) {
   static_assert(MaskScorer::kWideRuns == 10, "two sides of five runs");
+  static_assert(MaskScorer::kCategoricalRuns == 5, "four quarters, then several");
   __m256i q0 = _mm256_set1_epi32(-1);
   __m256i q1 = q0;
   __m256i q2 = q0;
@@ -343,13 +409,19 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
   QuarterRun<_CMP_NLE_UQ, 2>(runs[7], runs[8], high(7), values, q0, q1, q2, q3);
   QuarterRun<_CMP_NLE_UQ, 3>(runs[8], runs[9], high(8), values, q0, q1, q2, q3);
   QuarterRun<_CMP_NLE_UQ, 4>(runs[9], runs[10], high(9), values, q0, q1, q2, q3);
-  for (; categorical < categorical_end; ++categorical, ++categorical_high) {
-    const __m256i lanes = CategoricalRight(*categorical, bins, numeric_count, bits);
-    for (int q = 0; q < 4; ++q) {
-      const std::uint32_t mask = QuarterMask(categorical->mask, *categorical_high, q);
-      ClearNarrow(lanes, mask, q == 0 ? q0 : (q == 1 ? q1 : (q == 2 ? q2 : q3)));
-    }
-  }
+  auto categorical_run = [&](int run) {
+    return categorical_high + (categorical_runs[run] - categorical_runs[0]);
+  };
+  CategoricalQuarterRun<0>(categorical_runs[0], categorical_runs[1], categorical_run(0), bins,
+                           numeric_count, bits, q0, q1, q2, q3);
+  CategoricalQuarterRun<1>(categorical_runs[1], categorical_runs[2], categorical_run(1), bins,
+                           numeric_count, bits, q0, q1, q2, q3);
+  CategoricalQuarterRun<2>(categorical_runs[2], categorical_runs[3], categorical_run(2), bins,
+                           numeric_count, bits, q0, q1, q2, q3);
+  CategoricalQuarterRun<3>(categorical_runs[3], categorical_runs[4], categorical_run(3), bins,
+                           numeric_count, bits, q0, q1, q2, q3);
+  CategoricalQuarterRun<4>(categorical_runs[4], categorical_runs[5], categorical_run(4), bins,
+                           numeric_count, bits, q0, q1, q2, q3);
   std::uint32_t quarters[4 * MaskScorer::kGroupRows];
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters), q0);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 8), q1);
@@ -434,8 +506,14 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, int first_tre
         const std::array<std::int32_t, kWideRuns + 1>& bounds = wide_runs_[tree_wide_[tree]];
         const TreeNode* runs[kWideRuns + 1];
         for (int run = 0; run <= kWideRuns; ++run) runs[run] = tree_nodes_.data() + bounds[run];
-        WideTreeWordsAvx2(runs, node_high, first_categorical, end_categorical, categorical_high,
-                          values, bins, numeric_count_, bits_.data(), wide);
+        const std::array<std::int32_t, kCategoricalRuns + 1>& categorical_bounds =
+            wide_categorical_runs_[tree_wide_[tree]];
+        const CategoricalNode* categorical_runs[kCategoricalRuns + 1];
+        for (int run = 0; run <= kCategoricalRuns; ++run) {
+          categorical_runs[run] = tree_categorical_.data() + categorical_bounds[run];
+        }
+        WideTreeWordsAvx2(runs, node_high, categorical_runs, categorical_high, values, bins,
+                          numeric_count_, bits_.data(), wide);
 #endif
       } else {
         std::fill(wide, wide + 2 * kRows, ~std::uint64_t{0});

@@ -59,6 +59,8 @@ class MaskScorer {
   static constexpr int kGroupRows = 8;
   // Runs of a wide tree's numeric nodes (see wide_runs_).
   static constexpr int kWideRuns = 10;
+  // Runs of a wide tree's categorical nodes (see wide_categorical_runs_).
+  static constexpr int kCategoricalRuns = 5;
 
   // The leaves of trees [first_tree, end_tree) for kGroupRows rows at once, each tree's nodes
   // all evaluated without branches (a tree's bitmask per row in registers: eight 32-bit words
@@ -177,6 +179,10 @@ class MaskScorer {
   // tree_wide_ is -1 for trees of at most 32 leaves (one 32-bit word a row).
   std::vector<std::array<std::int32_t, kWideRuns + 1>> wide_runs_;
   std::vector<std::int32_t> tree_wide_;
+  // A wide tree's categorical nodes in kCategoricalRuns runs, by the quarter they clear (4:
+  // several): wide_categorical_runs_[tree_wide_[tree]][k] is run k's first node (of
+  // tree_categorical_), [kCategoricalRuns] the end.
+  std::vector<std::array<std::int32_t, kCategoricalRuns + 1>> wide_categorical_runs_;
   std::vector<std::int32_t> tree_node_begin_;      // num_trees + 1
   std::vector<std::int32_t> tree_missing_right_;   // num_trees
   std::vector<CategoricalNode> tree_categorical_;  // every tree's categorical nodes, tree by tree
