@@ -304,6 +304,23 @@ __attribute__((target("avx2"))) inline __m256i CategoricalRight(
   return _mm256_cmpeq_epi32(bit, _mm256_setzero_si256());
 }
 
+// The position of each lane's lowest set bit (lanes that are zero give -127): the lowest bit
+// alone, a power of two, converts to a float exactly, and its exponent is the position (2^31
+// converts to -2^31, whose exponent is the same).
+__attribute__((target("avx2"))) inline __m256i LowestBit(__m256i word) {
+  const __m256i lowest = _mm256_and_si256(word, _mm256_sub_epi32(_mm256_setzero_si256(), word));
+  const __m256i exponent = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(lowest)), 23);
+  return _mm256_sub_epi32(_mm256_and_si256(exponent, _mm256_set1_epi32(0xff)),
+                          _mm256_set1_epi32(127));
+}
+
+// The eight rows' leaves: order[position] of each lane.
+__attribute__((target("avx2"))) inline void StoreLeaves(const std::int32_t* order, __m256i position,
+                                                        std::int32_t* leaf) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(leaf),
+                      _mm256_i32gather_epi32(reinterpret_cast<const int*>(order), position, 4));
+}
+
 // MaskScorer::GroupLeaves's pass over one tree of at most 32 leaves for its kGroupRows (8) rows:
 // every node clears, in the rows it sends right, its left subtree's leaves; the eight words are
 // the 32-bit lanes of one register.
@@ -311,7 +328,7 @@ __attribute__((target("avx2"))) void NarrowTreeWordsAvx2(
     const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
     const MaskScorer::TreeNode* end, const MaskScorer::CategoricalNode* categorical,
     const MaskScorer::CategoricalNode* categorical_end, const float* values, const int* bins,
-    int numeric_count, const std::uint32_t* bits, std::uint64_t* words) {
+    int numeric_count, const std::uint32_t* bits, const std::int32_t* order, std::int32_t* leaf) {
   static_assert(MaskScorer::kGroupRows == 8, "eight lanes");
   __m256i word = _mm256_set1_epi32(-1);
   for (; node < right_nodes; ++node) {
@@ -323,10 +340,8 @@ __attribute__((target("avx2"))) void NarrowTreeWordsAvx2(
   for (; categorical < categorical_end; ++categorical) {
     ClearNarrow(CategoricalRight(*categorical, bins, numeric_count, bits), categorical->mask, word);
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
-                      _mm256_cvtepu32_epi64(_mm256_castsi256_si128(word)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 4),
-                      _mm256_cvtepu32_epi64(_mm256_extracti128_si256(word, 1)));
+  // A row of a tree always has a leaf left.
+  StoreLeaves(order, LowestBit(word), leaf);
 }
 
 // One run of a wide tree's numeric nodes, compared by kPredicate (as NumericRight's): kQuarter
@@ -391,7 +406,7 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
     const MaskScorer::TreeNode* const* runs, const std::uint64_t* node_high,
     const MaskScorer::CategoricalNode* const* categorical_runs,
     const std::uint64_t* categorical_high, const float* values, const int* bins, int numeric_count,
-    const std::uint32_t* bits, std::uint64_t* words) {
+    const std::uint32_t* bits, const std::int32_t* order, std::int32_t* leaf) {
   static_assert(MaskScorer::kWideRuns == 10, "two sides of five runs");
   static_assert(MaskScorer::kCategoricalRuns == 5, "four quarters, then several");
   __m256i q0 = _mm256_set1_epi32(-1);
@@ -422,15 +437,15 @@ __attribute__((target("avx2"))) void WideTreeWordsAvx2(
                            numeric_count, bits, q0, q1, q2, q3);
   CategoricalQuarterRun<4>(categorical_runs[4], categorical_runs[5], categorical_run(4), bins,
                            numeric_count, bits, q0, q1, q2, q3);
-  std::uint32_t quarters[4 * MaskScorer::kGroupRows];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters), q0);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 8), q1);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 16), q2);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(quarters + 24), q3);
-  for (int row = 0; row < MaskScorer::kGroupRows; ++row) {
-    words[row] = quarters[row] | (std::uint64_t{quarters[8 + row]} << 32);
-    words[8 + row] = quarters[16 + row] | (std::uint64_t{quarters[24 + row]} << 32);
-  }
+  // A row's leaf: the lowest bit left in its first quarter that has one.
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i position = _mm256_add_epi32(LowestBit(q3), _mm256_set1_epi32(96));
+  position = _mm256_blendv_epi8(_mm256_add_epi32(LowestBit(q2), _mm256_set1_epi32(64)), position,
+                                _mm256_cmpeq_epi32(q2, zero));
+  position = _mm256_blendv_epi8(_mm256_add_epi32(LowestBit(q1), _mm256_set1_epi32(32)), position,
+                                _mm256_cmpeq_epi32(q1, zero));
+  position = _mm256_blendv_epi8(LowestBit(q0), position, _mm256_cmpeq_epi32(q0, zero));
+  StoreLeaves(order, position, leaf);
 }
 #endif
 
@@ -496,8 +511,6 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, int first_tre
         tree_categorical_.data() + tree_categorical_begin_[tree + 1];
     const std::int32_t* order = leaf_order_.data() + leaf_base_[tree];
     if (tree_wide_[tree] >= 0) {
-      // Two words a row: leaves 0-63 in wide[r], 64-127 in wide[kRows + r].
-      std::uint64_t wide[2 * kRows];
       const std::uint64_t* node_high = tree_high_.data() + tree_node_begin_[tree];
       const std::uint64_t* categorical_high =
           tree_categorical_high_.data() + tree_categorical_begin_[tree];
@@ -513,36 +526,38 @@ void MaskScorer::GroupLeaves(const float* values, const int* bins, int first_tre
           categorical_runs[run] = tree_categorical_.data() + categorical_bounds[run];
         }
         WideTreeWordsAvx2(runs, node_high, categorical_runs, categorical_high, values, bins,
-                          numeric_count_, bits_.data(), wide);
+                          numeric_count_, bits_.data(), order, leaf + slot);
 #endif
       } else {
+        // Two words a row: leaves 0-63 in wide[r], 64-127 in wide[kRows + r].
+        std::uint64_t wide[2 * kRows];
         std::fill(wide, wide + 2 * kRows, ~std::uint64_t{0});
         TreeWordsPortable(first, end, values, node_high, wide);
         TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
                                      bits_.data(), categorical_high, wide);
-      }
-      for (int row = 0; row < kRows; ++row) {
-        const int position =
-            wide[row] != 0 ? std::countr_zero(wide[row]) : 64 + std::countr_zero(wide[kRows + row]);
-        leaf[slot + row] = order[position];
+        for (int row = 0; row < kRows; ++row) {
+          const int position = wide[row] != 0 ? std::countr_zero(wide[row])
+                                              : 64 + std::countr_zero(wide[kRows + row]);
+          leaf[slot + row] = order[position];
+        }
       }
       continue;
     }
-    std::uint64_t* tree_words = words + slot;
     if (avx2) {
 #ifdef TFG_MASK_AVX2
       NarrowTreeWordsAvx2(first, tree_nodes_.data() + tree_missing_right_[tree], end,
                           first_categorical, end_categorical, values, bins, numeric_count_,
-                          bits_.data(), tree_words);
+                          bits_.data(), order, leaf + slot);
 #endif
     } else {
+      std::uint64_t* tree_words = words + slot;
       std::fill(tree_words, tree_words + kRows, ~std::uint64_t{0});
       TreeWordsPortable(first, end, values, nullptr, tree_words);
       TreeCategoricalWordsPortable(first_categorical, end_categorical, bins, numeric_count_,
                                    bits_.data(), nullptr, tree_words);
-    }
-    for (int row = 0; row < kRows; ++row) {
-      leaf[slot + row] = order[std::countr_zero(tree_words[row])];
+      for (int row = 0; row < kRows; ++row) {
+        leaf[slot + row] = order[std::countr_zero(tree_words[row])];
+      }
     }
   }
 }
