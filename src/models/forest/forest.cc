@@ -190,13 +190,14 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     batch.draws = params.bootstrap ? draws : 0;
     batch.lookahead = params.gpu_lookahead;
     // Several devices, each on its own stream, let as many host threads grow batches at once, so
-    // one batch's host replay runs while the others' kernels do: a host thread per 4 of the fit's
-    // threads, 2 to 4 of them (H100, 16 threads, 1M synthetic rows, 300 trees: 2 took 4.60-4.73
-    // s, 4 took 4.04-4.16 s, 6 took 4.10-4.18 s). Each takes its share of the memory cap (of the
-    // free memory it finds), so together they stay within it; when a share does not hold the
-    // data, half as many are tried, down to one device with the whole cap. Under a time limit or
-    // with a leaf limit the first kPilotTrees trees grow alone (below), so several devices are
-    // worth it from kPilotTrees + 1 trees.
+    // one batch's host replay runs while the others' kernels do: a host thread per 2 of the fit's
+    // threads, 2 to 8 of them (H100, 16 threads, 1M synthetic rows, 300 trees, alternated in one
+    // call: 3 took 2.16-2.25 s, 4 2.11-2.13 s, 6 1.98-2.01 s, 8 1.95-1.99 s; the host replay is
+    // much of a batch). Each takes its share of the memory cap (of the free memory it finds), so
+    // together they stay within it; when a share does not hold the data, half as many are tried,
+    // down to one device with the whole cap. Under a time limit or with a leaf limit the first
+    // kPilotTrees trees grow alone (below), so several devices are worth it from kPilotTrees + 1
+    // trees.
     const bool limited = deadline.SecondsLeft() < 1e299;
     const bool pilot = limited || spec.max_leaf_nodes > 0;
     std::vector<std::unique_ptr<BatchDevice>> devices;
@@ -204,7 +205,7 @@ ForestModel ForestModel::Fit(const features::FeatureMatrix& train, std::span<con
     const double wait_seconds = warm_up ? warm_up->Wait() : 0.0;
     Stopwatch setup_watch;
     if (wanted > (pilot ? kPilotTrees : 1)) {
-      const int workers = std::clamp(thread_count / 4, 2, 4);
+      const int workers = std::clamp(thread_count / 2, 2, 8);
       for (int count = workers; count >= 2 && devices.empty(); count /= 2) {
         try {
           for (int at = 0; at < count; ++at) {
