@@ -323,7 +323,7 @@ __attribute__((target("avx2"))) inline void StoreLeaves(const std::int32_t* orde
 
 // MaskScorer::GroupLeaves's pass over one tree of at most 32 leaves for its kGroupRows (8) rows:
 // every node clears, in the rows it sends right, its left subtree's leaves; the eight words are
-// the 32-bit lanes of one register.
+// the 32-bit lanes of one register. leaf[r] receives row r's leaf, order[lowest bit left].
 __attribute__((target("avx2"))) void NarrowTreeWordsAvx2(
     const MaskScorer::TreeNode* node, const MaskScorer::TreeNode* right_nodes,
     const MaskScorer::TreeNode* end, const MaskScorer::CategoricalNode* categorical,
@@ -344,9 +344,31 @@ __attribute__((target("avx2"))) void NarrowTreeWordsAvx2(
   StoreLeaves(order, LowestBit(word), leaf);
 }
 
-// One run of a wide tree's numeric nodes, compared by kPredicate (as NumericRight's): kQuarter
-// 0-3, nodes clearing leaves of that quarter only (one register of eight 32-bit words); 4, of
-// several (all four registers).
+// In the rows whose lanes go right, clears a wide tree node's leaves (`mask`: of leaves 0-63,
+// `high`: 64-127): kQuarter 0-3, a node clearing leaves of that quarter only (one register of
+// eight 32-bit words); 4, of several (all four registers).
+template <int kQuarter>
+__attribute__((target("avx2"))) inline void ClearQuarters(__m256i lanes, std::uint64_t mask,
+                                                          std::uint64_t high, __m256i& q0,
+                                                          __m256i& q1, __m256i& q2, __m256i& q3) {
+  if constexpr (kQuarter == 0) {
+    ClearNarrow(lanes, QuarterMask(mask, 0, 0), q0);
+  } else if constexpr (kQuarter == 1) {
+    ClearNarrow(lanes, QuarterMask(mask, 0, 1), q1);
+  } else if constexpr (kQuarter == 2) {
+    ClearNarrow(lanes, QuarterMask(0, high, 2), q2);
+  } else if constexpr (kQuarter == 3) {
+    ClearNarrow(lanes, QuarterMask(0, high, 3), q3);
+  } else {
+    ClearNarrow(lanes, QuarterMask(mask, high, 0), q0);
+    ClearNarrow(lanes, QuarterMask(mask, high, 1), q1);
+    ClearNarrow(lanes, QuarterMask(mask, high, 2), q2);
+    ClearNarrow(lanes, QuarterMask(mask, high, 3), q3);
+  }
+}
+
+// One run of a wide tree's numeric nodes, compared by kPredicate (as NumericRight's), clearing
+// leaves as ClearQuarters<kQuarter> does.
 template <int kPredicate, int kQuarter>
 __attribute__((target("avx2"))) inline void QuarterRun(const MaskScorer::TreeNode* node,
                                                        const MaskScorer::TreeNode* end,
@@ -354,54 +376,28 @@ __attribute__((target("avx2"))) inline void QuarterRun(const MaskScorer::TreeNod
                                                        const float* values, __m256i& q0,
                                                        __m256i& q1, __m256i& q2, __m256i& q3) {
   for (; node < end; ++node, ++node_high) {
-    const __m256i lanes = NumericRight<kPredicate>(*node, values);
-    if constexpr (kQuarter == 0) {
-      ClearNarrow(lanes, QuarterMask(node->mask, 0, 0), q0);
-    } else if constexpr (kQuarter == 1) {
-      ClearNarrow(lanes, QuarterMask(node->mask, 0, 1), q1);
-    } else if constexpr (kQuarter == 2) {
-      ClearNarrow(lanes, QuarterMask(0, *node_high, 2), q2);
-    } else if constexpr (kQuarter == 3) {
-      ClearNarrow(lanes, QuarterMask(0, *node_high, 3), q3);
-    } else {
-      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 0), q0);
-      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 1), q1);
-      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 2), q2);
-      ClearNarrow(lanes, QuarterMask(node->mask, *node_high, 3), q3);
-    }
+    ClearQuarters<kQuarter>(NumericRight<kPredicate>(*node, values), node->mask, *node_high, q0, q1,
+                            q2, q3);
   }
 }
 
-// One run of a wide tree's categorical nodes, as QuarterRun's (`high`: their masks of leaves
-// 64-127).
+// One run of a wide tree's categorical nodes, likewise (`high`: their masks of leaves 64-127).
 template <int kQuarter>
 __attribute__((target("avx2"))) inline void CategoricalQuarterRun(
     const MaskScorer::CategoricalNode* node, const MaskScorer::CategoricalNode* end,
     const std::uint64_t* high, const int* bins, int numeric_count, const std::uint32_t* bits,
     __m256i& q0, __m256i& q1, __m256i& q2, __m256i& q3) {
   for (; node < end; ++node, ++high) {
-    const __m256i lanes = CategoricalRight(*node, bins, numeric_count, bits);
-    if constexpr (kQuarter == 0) {
-      ClearNarrow(lanes, QuarterMask(node->mask, 0, 0), q0);
-    } else if constexpr (kQuarter == 1) {
-      ClearNarrow(lanes, QuarterMask(node->mask, 0, 1), q1);
-    } else if constexpr (kQuarter == 2) {
-      ClearNarrow(lanes, QuarterMask(0, *high, 2), q2);
-    } else if constexpr (kQuarter == 3) {
-      ClearNarrow(lanes, QuarterMask(0, *high, 3), q3);
-    } else {
-      ClearNarrow(lanes, QuarterMask(node->mask, *high, 0), q0);
-      ClearNarrow(lanes, QuarterMask(node->mask, *high, 1), q1);
-      ClearNarrow(lanes, QuarterMask(node->mask, *high, 2), q2);
-      ClearNarrow(lanes, QuarterMask(node->mask, *high, 3), q3);
-    }
+    ClearQuarters<kQuarter>(CategoricalRight(*node, bins, numeric_count, bits), node->mask, *high,
+                            q0, q1, q2, q3);
   }
 }
 
 // The same for a tree of 33-128 leaves: the eight rows' words of leaves 32q to 32q + 31 in
 // register q (0-3), its numeric nodes in the runs that start at runs[0 .. kWideRuns - 1]
-// (runs[kWideRuns]: the end; MaskScorer's wide_runs_), node_high and categorical_high their
-// masks of leaves 64-127: words[r] is row r's word of leaves 0-63, words[8 + r] of 64-127.
+// (runs[kWideRuns]: the end; MaskScorer's wide_runs_), its categorical nodes likewise in
+// categorical_runs (wide_categorical_runs_), node_high and categorical_high their masks of
+// leaves 64-127. leaf[r] receives row r's leaf, order[lowest bit left].
 __attribute__((target("avx2"))) void WideTreeWordsAvx2(
     const MaskScorer::TreeNode* const* runs, const std::uint64_t* node_high,
     const MaskScorer::CategoricalNode* const* categorical_runs,
