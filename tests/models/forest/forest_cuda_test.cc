@@ -37,7 +37,7 @@ TEST(ForestCuda, AdultAndLetterTreesMatchTheCpuGrower) {
 
 // A forest fitted on the CPU and with device cuda: the same bytes, out-of-bag predictions and
 // test predictions.
-// With 16 threads the GPU's batches go four at a time (each on its own stream and host thread);
+// With 16 threads the GPU's batches go eight at a time (each on its own stream and host thread);
 // under a time limit (`limit`) the first, small one goes alone.
 void ExpectSameFit(const features::FeatureMatrix& train, const std::vector<double>& labels,
                    int classes, ForestParams params, const features::FeatureMatrix& test,
@@ -53,7 +53,7 @@ void ExpectSameFit(const features::FeatureMatrix& train, const std::vector<doubl
     EXPECT_NE(gpu.report().device_note.find("CPU"), std::string::npos) << what;
   } else {
     EXPECT_NE(gpu.report().device, "cpu") << what << ": " << gpu.report().device_note;
-    EXPECT_NE(gpu.report().device_note.find("on 4 host threads at once"), std::string::npos)
+    EXPECT_NE(gpu.report().device_note.find("on 8 host threads at once"), std::string::npos)
         << what << ": " << gpu.report().device_note;
   }
   EXPECT_EQ(gpu.Serialize(), cpu.Serialize()) << what;
@@ -72,7 +72,7 @@ TEST(ForestCuda, FittedModelIsTheCpuModel) {
     ExpectSameFit(adult.train, adult.train_labels, 2, params, adult.test, extra ? "XT" : "RF");
   }
   ForestParams limited;
-  limited.n_estimators = 21;  // a first batch of 4, then 5, 5, 5 and 2 at once
+  limited.n_estimators = 21;  // a first batch of 4, then 3, 3, 3, 3, 3 and 2 at once
   ExpectSameFit(adult.train, adult.train_labels, 2, limited, adult.test, "RF, time limit", true);
   // Regression (quantized targets).
   const parity::Synthetic train = MakeSynthetic(6000, true, 33);
