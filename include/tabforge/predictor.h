@@ -107,6 +107,10 @@ class TabularPredictor {
   // Writes the model directory (atomically: a temporary directory, then rename); "" uses
   // PredictorOptions::path.
   void save(const std::string& path = "") const;
+  // Reads a model directory, checking its format version and every file's checksum. The best
+  // model and the models it uses are read into memory now; the others (needed only when named
+  // in predict, or by leaderboard with data, save and refit_full) when first needed, so the
+  // directory should stay in place while the predictor is used.
   static TabularPredictor load(const std::string& path);
 
   const std::string& label() const;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -70,7 +71,12 @@ struct Entry {
   std::vector<std::string> stack_inputs;  // entries whose predictions are extra features
   std::vector<std::string> members;       // ensemble members
   std::vector<double> weights;            // ensemble weights
-  ensemble::ModelGroup group;
+  // The model (a fold-bagged group or one holdout model). In a loaded predictor a model that the
+  // best one does not use is read from `pending_file` when first needed (State::Group).
+  mutable ensemble::ModelGroup group;
+  mutable std::string pending_file;  // absolute path; empty once read
+  std::string pending_checksum;      // Checksum64Hex of the file, or (older directories) empty
+  std::string pending_sha256;        // and its SHA-256
   std::optional<double> score_val;
   double fit_time = 0;
   double pred_time_val = 0;
@@ -155,6 +161,25 @@ struct Staging {
   std::map<std::string, nlohmann::json> files;  // relative path -> manifest reference
 };
 
+// The bytes of model file `file`, checked against its manifest checksum (Checksum64Hex, or in
+// older directories `sha256`); throws InvalidInput naming the file when they differ.
+std::string ReadVerifiedModelFile(const std::string& file, const std::string& checksum,
+                                  const std::string& sha256) {
+  std::string bytes = ReadWholeFile(
+      file,
+      "a loaded predictor reads a model from its directory when the model is first needed: "
+      "keep the directory in place");
+  const bool matches =
+      !checksum.empty() ? Checksum64Hex(bytes) == checksum : Sha256Hex(bytes) == sha256;
+  if (!matches) {
+    throw InvalidInput(fmt::format(
+        "{} does not match its checksum in the model directory's manifest: the directory is "
+        "corrupted or was changed after it was loaded; fit again or restore it from a copy",
+        file));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 struct TabularPredictor::State {
@@ -213,7 +238,22 @@ struct TabularPredictor::State {
   }
   void StageEntry(const Entry& entry) const {
     if (entry.ensemble || !entry.can_infer) return;
-    Stage(EntryFile(entry.name), [&] { return entry.group.Serialize(); });
+    Stage(EntryFile(entry.name), [&] { return Group(entry).Serialize(); });
+  }
+
+  // Guards the reading of models that a loaded predictor left on disk.
+  mutable std::mutex group_mutex;
+  // An entry's model, read from its file first where a loaded predictor left it there; throws
+  // InvalidInput when the file no longer matches its checksum.
+  const ensemble::ModelGroup& Group(const Entry& entry) const {
+    const std::lock_guard<std::mutex> lock(group_mutex);
+    if (!entry.pending_file.empty()) {
+      const std::string bytes =
+          ReadVerifiedModelFile(entry.pending_file, entry.pending_checksum, entry.pending_sha256);
+      entry.group = ensemble::ModelGroup::Deserialize(bytes, entry.pending_file, task());
+      entry.pending_file.clear();
+    }
+    return entry.group;
   }
 
   models::Task task() const {
@@ -321,13 +361,13 @@ struct TabularPredictor::State {
       std::vector<std::span<const double>> spans(parts.begin(), parts.end());
       out = ensemble::BlendPredictions(spans, entry.weights);
     } else if (entry.stack_inputs.empty()) {
-      out = entry.group.Predict(x, threads);
+      out = Group(entry).Predict(x, threads);
     } else {
       std::vector<const std::vector<double>*> inputs;
       for (const std::string& input : entry.stack_inputs) {
         inputs.push_back(&PredictEntry(input, x, memo));
       }
-      out = entry.group.Predict(WithStackFeatures(x, entry.stack_inputs, inputs), threads);
+      out = Group(entry).Predict(WithStackFeatures(x, entry.stack_inputs, inputs), threads);
     }
     return memo.emplace(name, std::move(out)).first->second;
   }
@@ -904,7 +944,7 @@ TabularPredictor& TabularPredictor::refit_full() {
               ? features::FeatureMatrix()
               : s.WithStackFeatures(s.train_x, source->stack_inputs, inputs);
       std::unique_ptr<models::Model> model =
-          source->group.members().front()->CloneForRefit(std::max(source->iterations, 1));
+          s.Group(*source).members().front()->CloneForRefit(std::max(source->iterations, 1));
       models::FitContext context;
       context.threads = s.threads;
       context.seed = s.seed;
@@ -1183,7 +1223,7 @@ void TabularPredictor::save(const std::string& path_given) const {
                         {"weights", entry.weights}};
     item["score_val"] = entry.score_val ? nlohmann::json(*entry.score_val) : nlohmann::json();
     if (!entry.ensemble && entry.can_infer) {
-      item["data"] = write(EntryFile(entry.name), [&] { return entry.group.Serialize(); });
+      item["data"] = write(EntryFile(entry.name), [&] { return s.Group(entry).Serialize(); });
     }
     manifest["models"].push_back(std::move(item));
   }
@@ -1265,6 +1305,27 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
       state->pipeline = features::FeaturePipeline::Deserialize(bytes, name);
     }
     const models::Task task = state->task();
+    // The best model and the models it uses are read now; the others when first needed (every
+    // file's checksum is checked now).
+    std::set<std::string> needed;
+    {
+      std::map<std::string, const nlohmann::json*> items;
+      for (const nlohmann::json& item : manifest.at("models")) {
+        items[item.at("name").get<std::string>()] = &item;
+      }
+      std::vector<std::string> stack{manifest.at("best_model").get<std::string>()};
+      while (!stack.empty()) {
+        const std::string name = stack.back();
+        stack.pop_back();
+        const auto at = items.find(name);
+        if (at == items.end() || !needed.insert(name).second) continue;
+        for (const char* field : {"members", "stack_inputs"}) {
+          for (const nlohmann::json& other : at->second->at(field)) {
+            stack.push_back(other.get<std::string>());
+          }
+        }
+      }
+    }
     for (const nlohmann::json& item : manifest.at("models")) {
       Entry entry;
       entry.name = item.at("name").get<std::string>();
@@ -1285,8 +1346,15 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
       entry.weights = item.at("weights").get<std::vector<double>>();
       if (!item.at("score_val").is_null()) entry.score_val = item.at("score_val").get<double>();
       if (item.contains("data")) {
-        const auto [bytes, name] = load_file(item.at("data"));
-        entry.group = ensemble::ModelGroup::Deserialize(bytes, name, task);
+        const nlohmann::json& ref = item.at("data");
+        const auto [bytes, name] = load_file(ref);
+        if (needed.count(entry.name)) {
+          entry.group = ensemble::ModelGroup::Deserialize(bytes, name, task);
+        } else {
+          entry.pending_file = name;
+          entry.pending_checksum = ref.value("checksum", "");
+          entry.pending_sha256 = ref.value("sha256", "");
+        }
       }
       state->entries.push_back(std::move(entry));
     }

@@ -101,6 +101,65 @@ TEST(Predictor, HoldoutFitThenSaveAndLoadPredictIdentically) {
   EXPECT_EQ(TabularPredictor::load(dir).predict(test).labels, labels.labels);
 }
 
+// A loaded predictor reads the best model and the models it uses at once; the others when first
+// needed, with the same predictions, and a file changed after the load is refused then.
+TEST(Predictor, ModelsTheBestOneDoesNotUseAreReadWhenFirstNeeded) {
+  TFG_REQUIRE_DATASETS();
+  const data::Table train = AdultRows(0, 3000);
+  const data::Table test = AdultRows(20000, 1000);
+  TabularPredictor predictor("class", Quiet());
+  FitOptions options;
+  options.hyperparameters = R"({"GBM": {"num_iterations": 100}, "KNN": {}})";
+  options.refit_full = 1;  // the best model becomes a _FULL twin: the originals go unused
+  predictor.fit(train, options);
+  const std::string dir = testing::TempDir("predictor_lazy") + "/model";
+  predictor.save(dir);
+  // The models outside the best one's closure, from the manifest.
+  const nlohmann::json manifest = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  std::map<std::string, nlohmann::json> items;
+  for (const nlohmann::json& item : manifest["models"]) items[item["name"]] = item;
+  std::set<std::string> used;
+  std::vector<std::string> stack{manifest["best_model"].get<std::string>()};
+  while (!stack.empty()) {
+    const std::string name = stack.back();
+    stack.pop_back();
+    if (!used.insert(name).second) continue;
+    for (const char* field : {"members", "stack_inputs"}) {
+      for (const auto& other : items[name][field]) stack.push_back(other.get<std::string>());
+    }
+  }
+  std::vector<std::string> unused;
+  for (const auto& [name, item] : items) {
+    if (!used.count(name) && item.contains("data")) unused.push_back(name);
+  }
+  ASSERT_FALSE(unused.empty()) << "the best model uses every model; the test needs one it does not";
+  const TabularPredictor loaded = TabularPredictor::load(dir);
+  for (const LeaderboardRow& row : predictor.leaderboard()) {
+    const ProbabilityTable before = predictor.predict_proba(test, row.model);
+    const ProbabilityTable after = loaded.predict_proba(test, row.model);
+    ASSERT_EQ(after.values.size(), before.values.size()) << row.model;
+    EXPECT_EQ(0, std::memcmp(after.values.data(), before.values.data(),
+                             before.values.size() * sizeof(double)))
+        << row.model;
+  }
+  // Changed after a load: the best model predicts (read at the load); an unused one is refused.
+  const TabularPredictor again = TabularPredictor::load(dir);
+  const std::string file = dir + "/models/" + unused.front() + ".bin";
+  std::string bytes = ReadAll(file);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  testing::WriteFile(file, bytes);
+  EXPECT_EQ(again.predict(test).labels, predictor.predict(test).labels);
+  try {
+    again.predict(test, unused.front());
+    FAIL() << "a model file changed after the load was read";
+  } catch (const InvalidInput& error) {
+    EXPECT_NE(std::string(error.what()).find("changed after it was loaded"), std::string::npos)
+        << error.what();
+  }
+  // And a new load checks every file.
+  EXPECT_THROW(TabularPredictor::load(dir), InvalidInput);
+}
+
 TEST(Predictor, CorruptedOrNewerModelDirectoriesAreRefused) {
   TFG_REQUIRE_DATASETS();
   const data::Table train = AdultRows(0, 1500);
