@@ -75,8 +75,7 @@ struct Entry {
   // best one does not use is read from `pending_file` when first needed (State::Group).
   mutable ensemble::ModelGroup group;
   mutable std::string pending_file;  // absolute path; empty once read
-  std::string pending_checksum;      // Checksum64Hex of the file, or (older directories) empty
-  std::string pending_sha256;        // and its SHA-256
+  std::string pending_checksum;      // Checksum64Hex of the file
   std::optional<double> score_val;
   double fit_time = 0;
   double pred_time_val = 0;
@@ -161,17 +160,14 @@ struct Staging {
   std::map<std::string, nlohmann::json> files;  // relative path -> manifest reference
 };
 
-// The bytes of model file `file`, checked against its manifest checksum (Checksum64Hex, or in
-// older directories `sha256`); throws InvalidInput naming the file when they differ.
-std::string ReadVerifiedModelFile(const std::string& file, const std::string& checksum,
-                                  const std::string& sha256) {
+// The bytes of model file `file`, checked against its manifest checksum (Checksum64Hex); throws
+// InvalidInput naming the file when they differ.
+std::string ReadVerifiedModelFile(const std::string& file, const std::string& checksum) {
   std::string bytes = ReadWholeFile(
       file,
       "a loaded predictor reads a model from its directory when the model is first needed: "
       "keep the directory in place");
-  const bool matches =
-      !checksum.empty() ? Checksum64Hex(bytes) == checksum : Sha256Hex(bytes) == sha256;
-  if (!matches) {
+  if (Checksum64Hex(bytes) != checksum) {
     throw InvalidInput(fmt::format(
         "{} does not match its checksum in the model directory's manifest: the directory is "
         "corrupted or was changed after it was loaded; fit again or restore it from a copy",
@@ -248,8 +244,7 @@ struct TabularPredictor::State {
   const ensemble::ModelGroup& Group(const Entry& entry) const {
     const std::lock_guard<std::mutex> lock(group_mutex);
     if (!entry.pending_file.empty()) {
-      const std::string bytes =
-          ReadVerifiedModelFile(entry.pending_file, entry.pending_checksum, entry.pending_sha256);
+      const std::string bytes = ReadVerifiedModelFile(entry.pending_file, entry.pending_checksum);
       entry.group = ensemble::ModelGroup::Deserialize(bytes, entry.pending_file, task());
       entry.pending_file.clear();
     }
@@ -1347,13 +1342,19 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
       if (!item.at("score_val").is_null()) entry.score_val = item.at("score_val").get<double>();
       if (item.contains("data")) {
         const nlohmann::json& ref = item.at("data");
-        const auto [bytes, name] = load_file(ref);
-        if (needed.count(entry.name)) {
+        if (needed.count(entry.name) || !ref.contains("checksum")) {
+          const auto [bytes, name] = load_file(ref);
           entry.group = ensemble::ModelGroup::Deserialize(bytes, name, task);
         } else {
-          entry.pending_file = name;
-          entry.pending_checksum = ref.value("checksum", "");
-          entry.pending_sha256 = ref.value("sha256", "");
+          // Checked now, read a megabyte at a time; deserialized when first needed.
+          const std::string relative = ref.at("file").get<std::string>();
+          entry.pending_file = (root / relative).string();
+          entry.pending_checksum = ref.at("checksum").get<std::string>();
+          const std::string sum = FileChecksum64Hex(
+              entry.pending_file, fmt::format("is {} a complete tabforge model directory?", path));
+          if (sum != entry.pending_checksum) {
+            throw corrupted(fmt::format("{} does not match its checksum", relative));
+          }
         }
       }
       state->entries.push_back(std::move(entry));

@@ -1,5 +1,6 @@
 #include "core/serialize.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -31,16 +32,38 @@ std::uint64_t Round(std::uint64_t lane, std::uint64_t word) {
 
 }  // namespace
 
-std::uint64_t Checksum64(std::string_view bytes) {
-  const char* at = bytes.data();
-  const char* const end = at + bytes.size();
-  std::uint64_t lanes[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
-  for (; end - at >= 32; at += 32) {
-    for (int lane = 0; lane < 4; ++lane) lanes[lane] = Round(lanes[lane], Load64(at + 8 * lane));
+Checksum64Stream::Checksum64Stream() : lanes_{kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1} {}
+
+void Checksum64Stream::Blocks(const char* at, std::size_t count) {
+  for (std::size_t block = 0; block < count; ++block, at += 32) {
+    for (int lane = 0; lane < 4; ++lane) lanes_[lane] = Round(lanes_[lane], Load64(at + 8 * lane));
   }
-  std::uint64_t hash = Rotl(lanes[0], 1) + Rotl(lanes[1], 7) + Rotl(lanes[2], 12) +
-                       Rotl(lanes[3], 18) + static_cast<std::uint64_t>(bytes.size());
-  for (int lane = 0; lane < 4; ++lane) hash = (hash ^ Round(0, lanes[lane])) * kPrime1 + kPrime3;
+}
+
+void Checksum64Stream::Update(std::string_view bytes) {
+  total_ += bytes.size();
+  if (held_ > 0) {  // complete the held block first
+    const std::size_t take = std::min(bytes.size(), sizeof(held_bytes_) - held_);
+    std::memcpy(held_bytes_ + held_, bytes.data(), take);
+    held_ += take;
+    bytes.remove_prefix(take);
+    if (held_ < sizeof(held_bytes_)) return;
+    Blocks(held_bytes_, 1);
+    held_ = 0;
+  }
+  const std::size_t blocks = bytes.size() / 32;
+  Blocks(bytes.data(), blocks);
+  bytes.remove_prefix(blocks * 32);
+  std::memcpy(held_bytes_, bytes.data(), bytes.size());
+  held_ = bytes.size();
+}
+
+std::uint64_t Checksum64Stream::Finish() const {
+  std::uint64_t hash = Rotl(lanes_[0], 1) + Rotl(lanes_[1], 7) + Rotl(lanes_[2], 12) +
+                       Rotl(lanes_[3], 18) + static_cast<std::uint64_t>(total_);
+  for (int lane = 0; lane < 4; ++lane) hash = (hash ^ Round(0, lanes_[lane])) * kPrime1 + kPrime3;
+  const char* at = held_bytes_;
+  const char* const end = at + held_;
   for (; end - at >= 8; at += 8) hash = Rotl(hash ^ Round(0, Load64(at)), 27) * kPrime1 + kPrime3;
   for (; at < end; ++at) {
     hash = Rotl(hash ^ (static_cast<unsigned char>(*at) * kPrime3), 11) * kPrime1;
@@ -51,6 +74,12 @@ std::uint64_t Checksum64(std::string_view bytes) {
   hash *= kPrime3;
   hash ^= hash >> 32;
   return hash;
+}
+
+std::uint64_t Checksum64(std::string_view bytes) {
+  Checksum64Stream stream;
+  stream.Update(bytes);
+  return stream.Finish();
 }
 
 std::string Checksum64Hex(std::string_view bytes) {
@@ -135,6 +164,22 @@ std::string ReadWholeFile(const std::string& path, std::string_view hint) {
   if (done != bytes.size() || std::fgetc(file) != EOF) throw fail();
   std::fclose(file);
   return bytes;
+}
+
+std::string FileChecksum64Hex(const std::string& path, std::string_view hint) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw IoError(fmt::format("cannot read {}; {}", path, hint));
+  Checksum64Stream stream;
+  std::string buffer(std::size_t{1} << 20, '\0');
+  for (;;) {
+    const std::size_t got = std::fread(buffer.data(), 1, buffer.size(), file);
+    stream.Update(std::string_view(buffer.data(), got));
+    if (got < buffer.size()) break;
+  }
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) throw IoError(fmt::format("cannot read {}; {}", path, hint));
+  return fmt::format("{:016x}", stream.Finish());
 }
 
 void WriteFileAtomically(const std::string& path, std::string_view bytes) {

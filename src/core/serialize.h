@@ -106,6 +106,21 @@ class ByteReader {
 // multiply-rotate lanes over 32-byte blocks, as xxHash64 is built, so it runs at memory speed
 // (gigabytes per second) where a byte-serial hash manages well under one.
 std::uint64_t Checksum64(std::string_view bytes);
+// Checksum64 of bytes given piece by piece: Update(a), Update(b) then Finish() equals
+// Checksum64(a + b).
+class Checksum64Stream {
+ public:
+  Checksum64Stream();
+  void Update(std::string_view bytes);
+  std::uint64_t Finish() const;
+
+ private:
+  void Blocks(const char* at, std::size_t count);
+  std::uint64_t lanes_[4];
+  char held_bytes_[32];  // a block not yet complete
+  std::size_t held_ = 0;
+  std::uint64_t total_ = 0;
+};
 // Checksum64 as 16 lower-case hex digits.
 std::string Checksum64Hex(std::string_view bytes);
 
@@ -123,6 +138,9 @@ std::string_view UnframeBytes(std::string_view bytes, std::string_view magic, st
 // The whole file at `path` (one read into a string of its size); throws IoError naming it and
 // `hint` (what the file should be).
 std::string ReadWholeFile(const std::string& path, std::string_view hint);
+// Checksum64Hex of the file at `path`, read a megabyte at a time; throws IoError naming it and
+// `hint`.
+std::string FileChecksum64Hex(const std::string& path, std::string_view hint);
 
 // Writes `bytes` to `path` atomically (a temporary name in the same folder, then rename), so
 // a failed write never leaves a half-written file. Throws IoError.

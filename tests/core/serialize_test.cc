@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
 #include "core/error.h"
+#include "test_support.h"
 
 namespace tabforge {
 namespace {
@@ -40,6 +42,30 @@ TEST(Serialize, Checksum64IsPinnedAndSeesEveryBitAndLength) {
     seen.insert(Checksum64(std::string_view(zeros).substr(0, size)));
   }
   EXPECT_EQ(seen.size(), 2u * 201u - 1u);  // the two empty prefixes are the same
+}
+
+// Pieces of every size from 0 to 70 bytes (across the 32-byte blocks), and a file of over a
+// megabyte read a megabyte at a time, hash as the whole does.
+TEST(Serialize, Checksum64OfPiecesIsTheWholesChecksum) {
+  const std::string base = Pattern(5000);
+  const std::uint64_t whole = Checksum64(base);
+  for (std::size_t piece = 0; piece <= 70; ++piece) {
+    Checksum64Stream stream;
+    std::size_t at = 0;
+    for (std::size_t step = 0; at < base.size(); ++step) {
+      // A zero-sized piece now and then, else `piece` bytes (1 when piece is 0).
+      const std::size_t size = step % 5 == 0 ? 0 : std::max<std::size_t>(piece, 1);
+      const std::size_t take = std::min(size, base.size() - at);
+      stream.Update(std::string_view(base).substr(at, take));
+      at += take;
+    }
+    ASSERT_EQ(stream.Finish(), whole) << "pieces of " << piece;
+  }
+  const std::string big = Pattern((std::size_t{1} << 20) * 2 + 77);
+  const std::string path = testing::TempDir("checksum_file") + "/big.bin";
+  testing::WriteFile(path, big);
+  EXPECT_EQ(FileChecksum64Hex(path, "test"), Checksum64Hex(big));
+  EXPECT_THROW(FileChecksum64Hex(path + ".missing", "test"), IoError);
 }
 
 TEST(Serialize, FramesRoundTripAndRefuseDamage) {
