@@ -105,13 +105,12 @@ TEST(Predictor, HoldoutFitThenSaveAndLoadPredictIdentically) {
 // needed, with the same predictions, and a file changed after the load is refused then.
 TEST(Predictor, ModelsTheBestOneDoesNotUseAreReadWhenFirstNeeded) {
   TFG_REQUIRE_DATASETS();
-  const data::Table train = AdultRows(0, 3000);
-  const data::Table test = AdultRows(20000, 1000);
-  TabularPredictor predictor("class", Quiet());
   FitOptions options;
-  options.hyperparameters = R"({"GBM": {"num_iterations": 100}, "KNN": {}})";
   options.refit_full = 1;  // the best model becomes a _FULL twin: the originals go unused
-  predictor.fit(train, options);
+  options.hyperparameters = R"({"GBM": {"num_iterations": 100}, "KNN": {}})";
+  TabularPredictor predictor("class", Quiet());
+  predictor.fit(AdultRows(0, 3000), options);
+  const data::Table test = AdultRows(20000, 1000);
   const std::string dir = testing::TempDir("predictor_lazy") + "/model";
   predictor.save(dir);
   // The models outside the best one's closure, from the manifest.
