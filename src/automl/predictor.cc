@@ -251,6 +251,22 @@ struct TabularPredictor::State {
     return entry.group;
   }
 
+  // Model `name` and every model it depends on (ensemble members, stacking inputs), itself
+  // included.
+  std::set<std::string> ModelsUsedBy(const std::string& name) const {
+    std::set<std::string> used;
+    std::vector<std::string> stack{name};
+    while (!stack.empty()) {
+      const std::string next = stack.back();
+      stack.pop_back();
+      if (!used.insert(next).second) continue;
+      const Entry& entry = Get(next);
+      for (const std::string& member : entry.members) stack.push_back(member);
+      for (const std::string& input : entry.stack_inputs) stack.push_back(input);
+    }
+    return used;
+  }
+
   models::Task task() const {
     models::Task task;
     task.problem_type = problem_type;
@@ -888,16 +904,7 @@ TabularPredictor& TabularPredictor::refit_full() {
   }
   const models::Task task = s.task();
   // The best model and everything it depends on, bottom level first.
-  std::set<std::string> needed;
-  std::vector<std::string> stack{s.best};
-  while (!stack.empty()) {
-    const std::string name = stack.back();
-    stack.pop_back();
-    if (!needed.insert(name).second) continue;
-    const Entry& entry = s.Get(name);
-    for (const std::string& member : entry.members) stack.push_back(member);
-    for (const std::string& input : entry.stack_inputs) stack.push_back(input);
-  }
+  const std::set<std::string> needed = s.ModelsUsedBy(s.best);
   auto full_name = [](const std::string& name) { return name + "_FULL"; };
   // Indices, not pointers: the refit entries are appended to s.entries as they are made.
   std::vector<std::size_t> order;
@@ -1300,27 +1307,6 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
       state->pipeline = features::FeaturePipeline::Deserialize(bytes, name);
     }
     const models::Task task = state->task();
-    // The best model and the models it uses are read now; the others when first needed (every
-    // file's checksum is checked now).
-    std::set<std::string> needed;
-    {
-      std::map<std::string, const nlohmann::json*> items;
-      for (const nlohmann::json& item : manifest.at("models")) {
-        items[item.at("name").get<std::string>()] = &item;
-      }
-      std::vector<std::string> stack{manifest.at("best_model").get<std::string>()};
-      while (!stack.empty()) {
-        const std::string name = stack.back();
-        stack.pop_back();
-        const auto at = items.find(name);
-        if (at == items.end() || !needed.insert(name).second) continue;
-        for (const char* field : {"members", "stack_inputs"}) {
-          for (const nlohmann::json& other : at->second->at(field)) {
-            stack.push_back(other.get<std::string>());
-          }
-        }
-      }
-    }
     for (const nlohmann::json& item : manifest.at("models")) {
       Entry entry;
       entry.name = item.at("name").get<std::string>();
@@ -1340,31 +1326,35 @@ TabularPredictor TabularPredictor::load(const std::string& path) {
       entry.members = item.at("members").get<std::vector<std::string>>();
       entry.weights = item.at("weights").get<std::vector<double>>();
       if (!item.at("score_val").is_null()) entry.score_val = item.at("score_val").get<double>();
-      if (item.contains("data")) {
-        const nlohmann::json& ref = item.at("data");
-        if (needed.count(entry.name) || !ref.contains("checksum")) {
-          const auto [bytes, name] = load_file(ref);
-          entry.group = ensemble::ModelGroup::Deserialize(bytes, name, task);
-        } else {
-          // Checked now, read a megabyte at a time; deserialized when first needed.
-          const std::string relative = ref.at("file").get<std::string>();
-          entry.pending_file = (root / relative).string();
-          entry.pending_checksum = ref.at("checksum").get<std::string>();
-          const std::string sum = FileChecksum64Hex(
-              entry.pending_file, fmt::format("is {} a complete tabforge model directory?", path));
-          if (sum != entry.pending_checksum) {
-            throw corrupted(fmt::format("{} does not match its checksum", relative));
-          }
-        }
-      }
       state->entries.push_back(std::move(entry));
     }
     state->best = manifest.at("best_model").get<std::string>();
+    // The best model and the models it uses are read now; the others when first needed. Every
+    // file's checksum is checked now (theirs a megabyte at a time).
+    const std::set<std::string> needed = state->ModelsUsedBy(state->best);
+    const nlohmann::json& items = manifest.at("models");
+    for (std::size_t index = 0; index < items.size(); ++index) {
+      if (!items[index].contains("data")) continue;
+      const nlohmann::json& ref = items[index].at("data");
+      Entry& entry = state->entries[index];
+      if (needed.count(entry.name) || !ref.contains("checksum")) {
+        const auto [bytes, name] = load_file(ref);
+        entry.group = ensemble::ModelGroup::Deserialize(bytes, name, task);
+        continue;
+      }
+      const std::string relative = ref.at("file").get<std::string>();
+      entry.pending_file = (root / relative).string();
+      entry.pending_checksum = ref.at("checksum").get<std::string>();
+      if (FileChecksum64Hex(entry.pending_file,
+                            fmt::format("is {} a complete tabforge model directory?", path)) !=
+          entry.pending_checksum) {
+        throw corrupted(fmt::format("{} does not match its checksum", relative));
+      }
+    }
   } catch (const nlohmann::json::exception& error) {
     throw corrupted(fmt::format("manifest field missing or of the wrong type: {}", error.what()));
   }
   state->fitted = true;
-  state->Get(state->best);
   state->options.path = path;
   return TabularPredictor(std::move(state));
 }
