@@ -25,44 +25,12 @@ constexpr std::string_view kModelMagic = "tabforge-knn";
 constexpr std::uint32_t kModelVersion = 1;
 constexpr std::int64_t kQueryBlock = 128;
 constexpr std::int64_t kReferenceBlock = 2048;
-// Up to this many dimensions distances are summed directly; above, through matrix products
-// (letter, 16 dimensions: 0.17 s by products, 0.25 s summed directly).
-constexpr int kDirectDims = 10;
+// Up to this many dimensions distances are summed directly (knn_dots.h); above, through matrix
+// products (letter, 16 dimensions: 0.17 s by products, 0.25 s summed directly).
+constexpr int kDirectDims = kMaxDirectDims;
 // Distance pairs (queries x references) from which a granted GPU searches: below it the copies
 // and launches cost more than the CPU's products.
 constexpr double kGpuWorthwhilePairs = 2e8;
-
-// sum[at] = |point - reference (start + at)|^2 for at < width, the references column-major
-// (dimension d of reference r at columns[d * stride + r], `columns` already offset by start).
-using DistanceRow = void (*)(const float* point, const float* columns, std::int64_t stride,
-                             std::int64_t width, float* sum);
-
-template <int kDims>
-void DistanceRowOf(const float* point, const float* columns, std::int64_t stride,
-                   std::int64_t width, float* sum) {
-  float value[kDims];
-  for (int d = 0; d < kDims; ++d) value[d] = point[d];
-  for (std::int64_t at = 0; at < width; ++at) {
-    float total = 0;
-    for (int d = 0; d < kDims; ++d) {
-      const float difference = value[d] - columns[d * stride + at];
-      total += difference * difference;
-    }
-    sum[at] = total;
-  }
-}
-
-template <int... kDims>
-DistanceRow PickDistanceRow(int dims, std::integer_sequence<int, kDims...>) {
-  DistanceRow chosen = nullptr;
-  ((dims == kDims + 1 ? (chosen = &DistanceRowOf<kDims + 1>, true) : false) || ...);
-  return chosen;
-}
-
-// The distance loop for `dims` (1..kDirectDims) dimensions, unrolled at compile time.
-DistanceRow DirectDistances(int dims) {
-  return PickDistanceRow(dims, std::make_integer_sequence<int, kDirectDims>());
-}
 
 }  // namespace
 
@@ -190,22 +158,17 @@ void NearestNeighbors(const ReferenceColumns& layout, const std::vector<float>& 
   };
   if (dims <= kDirectDims) {
     // Few dimensions: the products would write far more than they compute, so distances are
-    // summed directly, dimension by dimension over a block of references held column-major.
-    const DistanceRow distance_row = DirectDistances(dims);
-#pragma omp parallel num_threads(context.Threads())
-    {
-      std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t block = 0; block < blocks; ++block) {
-        const std::int64_t first = block * kQueryBlock;
-        const std::int64_t count = std::min(kQueryBlock, queries - first);
-        for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
-          const std::int64_t width = std::min(kReferenceBlock, references - start);
-          for (std::int64_t row = first; row < first + count; ++row) {
-            float* sum = sums.data();
-            distance_row(query.data() + row * dims, columns.data() + start, references, width, sum);
-            select(row, sum, start, width);
-          }
+    // summed directly over a block of references held column-major (knn_dots.h).
+#pragma omp parallel for num_threads(context.Threads()) schedule(dynamic, 1)
+    for (std::int64_t block = 0; block < blocks; ++block) {
+      const std::int64_t first = block * kQueryBlock;
+      const std::int64_t count = std::min(kQueryBlock, queries - first);
+      for (std::int64_t start = 0; start < references; start += kReferenceBlock) {
+        const std::int64_t width = std::min(kReferenceBlock, references - start);
+        for (std::int64_t row = first; row < first + count; ++row) {
+          DirectSearch(query.data() + row * dims, dims, columns.data() + start, references, width,
+                       start, skip_self ? row : -1, keep, distances.data() + row * keep,
+                       indices.data() + row * keep);
         }
       }
     }

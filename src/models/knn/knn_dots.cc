@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "core/error.h"
+#include "models/knn/knn_list.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -19,6 +23,36 @@ void PortableRow(const float* query, int dims, const float* columns, std::int64_
     for (int d = 0; d < dims; ++d) sum = std::fma(query[d], columns[d * stride + j], sum);
     out[j] = sum;
   }
+}
+
+// DirectSearch for kDims dimensions over references [first, width).
+template <int kDims>
+void PortableDirectOf(const float* query, const float* columns, std::int64_t stride,
+                      std::int64_t first, std::int64_t width, std::int64_t start, std::int64_t skip,
+                      int keep, float* distances, std::int32_t* indices) {
+  float value[kDims];
+  for (int d = 0; d < kDims; ++d) value[d] = query[d];
+  for (std::int64_t j = first; j < width; ++j) {
+    float total = 0.0f;
+    for (int d = 0; d < kDims; ++d) {
+      const float difference = value[d] - columns[d * stride + j];
+      total += difference * difference;
+    }
+    if (total < distances[keep - 1] && start + j != skip) {
+      InsertNeighbor(distances, indices, keep, total, start + j);
+    }
+  }
+}
+
+using DirectKernel = void (*)(const float* query, const float* columns, std::int64_t stride,
+                              std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                              float* distances, std::int32_t* indices);
+
+template <int kDims>
+void PortableDirect(const float* query, const float* columns, std::int64_t stride,
+                    std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                    float* distances, std::int32_t* indices) {
+  PortableDirectOf<kDims>(query, columns, stride, 0, width, start, skip, keep, distances, indices);
 }
 
 #ifdef TFG_KNN_AVX2
@@ -94,6 +128,64 @@ __attribute__((target("avx2,fma"))) void Avx2Dots(const float* query, std::int64
 }
 #endif
 
+#ifdef TFG_KNN_AVX2
+// Eight references at a time: the differences squared and added in dimension order (separate
+// multiplies and adds, as the portable loop) and compared with the list's worst in the
+// registers; only references below it leave them, in order. The references past the last whole
+// 8 take the portable loop.
+template <int kDims>
+__attribute__((target("avx2"))) void Avx2Direct(const float* query, const float* columns,
+                                                std::int64_t stride, std::int64_t width,
+                                                std::int64_t start, std::int64_t skip, int keep,
+                                                float* distances, std::int32_t* indices) {
+  __m256 value[kDims];
+  for (int d = 0; d < kDims; ++d) value[d] = _mm256_set1_ps(query[d]);
+  __m256 worst = _mm256_set1_ps(distances[keep - 1]);
+  const std::int64_t whole = width / 8 * 8;
+  alignas(32) float lanes[8];
+  for (std::int64_t j = 0; j < whole; j += 8) {
+    __m256 total = _mm256_setzero_ps();
+    for (int d = 0; d < kDims; ++d) {
+      const __m256 difference = _mm256_sub_ps(value[d], _mm256_loadu_ps(columns + d * stride + j));
+      total = _mm256_add_ps(total, _mm256_mul_ps(difference, difference));
+    }
+    unsigned closer =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(total, worst, _CMP_LT_OQ)));
+    if (closer == 0) continue;
+    _mm256_store_ps(lanes, total);
+    for (; closer != 0; closer &= closer - 1) {
+      const int lane = __builtin_ctz(closer);
+      const std::int64_t reference = start + j + lane;
+      if (lanes[lane] < distances[keep - 1] && reference != skip) {
+        InsertNeighbor(distances, indices, keep, lanes[lane], reference);
+      }
+    }
+    worst = _mm256_set1_ps(distances[keep - 1]);
+  }
+  PortableDirectOf<kDims>(query, columns, stride, whole, width, start, skip, keep, distances,
+                          indices);
+}
+#endif
+
+template <template <int> class Pick, int... kDims>
+DirectKernel DirectKernelFor(int dims, std::integer_sequence<int, kDims...>) {
+  DirectKernel chosen = nullptr;
+  ((dims == kDims + 1 ? (chosen = Pick<kDims + 1>::kKernel, true) : false) || ...);
+  return chosen;
+}
+
+template <int kDims>
+struct PickPortable {
+  static constexpr DirectKernel kKernel = &PortableDirect<kDims>;
+};
+
+#ifdef TFG_KNN_AVX2
+template <int kDims>
+struct PickAvx2 {
+  static constexpr DirectKernel kKernel = &Avx2Direct<kDims>;
+};
+#endif
+
 }  // namespace
 
 void PortableDots(const float* query, std::int64_t count, int dims, const float* columns,
@@ -101,6 +193,32 @@ void PortableDots(const float* query, std::int64_t count, int dims, const float*
   for (std::int64_t i = 0; i < count; ++i) {
     PortableRow(query + i * dims, dims, columns, stride, 0, width, out + i * width);
   }
+}
+
+void PortableDirectSearch(const float* query, int dims, const float* columns, std::int64_t stride,
+                          std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                          float* distances, std::int32_t* indices) {
+  TFG_CHECK(dims >= 1 && dims <= kMaxDirectDims, "direct search takes 1 to {} dimensions, not {}",
+            kMaxDirectDims, dims);
+  const DirectKernel kernel =
+      DirectKernelFor<PickPortable>(dims, std::make_integer_sequence<int, kMaxDirectDims>());
+  kernel(query, columns, stride, width, start, skip, keep, distances, indices);
+}
+
+void DirectSearch(const float* query, int dims, const float* columns, std::int64_t stride,
+                  std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                  float* distances, std::int32_t* indices) {
+#ifdef TFG_KNN_AVX2
+  if (DotsUseAvx2()) {
+    TFG_CHECK(dims >= 1 && dims <= kMaxDirectDims, "direct search takes 1 to {} dimensions, not {}",
+              kMaxDirectDims, dims);
+    const DirectKernel kernel =
+        DirectKernelFor<PickAvx2>(dims, std::make_integer_sequence<int, kMaxDirectDims>());
+    kernel(query, columns, stride, width, start, skip, keep, distances, indices);
+    return;
+  }
+#endif
+  PortableDirectSearch(query, dims, columns, stride, width, start, skip, keep, distances, indices);
 }
 
 bool DotsUseAvx2() {

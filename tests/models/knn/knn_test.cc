@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -112,6 +114,57 @@ TEST(Knn, DotProductsAreTheSameOnEveryPath) {
         double sum = 0;
         for (int d = 0; d < dims; ++d) sum += double(query[d]) * columns[d * 45];
         EXPECT_NEAR(fast[0], sum, 1e-5);
+      }
+    }
+  }
+}
+
+// The direct search keeps the portable path's lists on the vector path too (the same
+// distances, bit for bit, offered in the same order), whatever the references left past a whole
+// 8, and they are the nearest references.
+TEST(Knn, DirectSearchIsTheSameOnEveryPath) {
+  constexpr std::int64_t kStride = 301;
+  constexpr int kKeep = 7;
+  std::vector<float> queries(5 * kMaxDirectDims), columns(kMaxDirectDims * kStride);
+  for (std::size_t at = 0; at < queries.size(); ++at) {
+    queries[at] = float(RandomUniform(5, 0, at)) - 0.5f;
+  }
+  for (std::size_t at = 0; at < columns.size(); ++at) {
+    columns[at] = float(RandomUniform(5, 1, at)) - 0.5f;
+  }
+  for (int dims = 1; dims <= kMaxDirectDims; ++dims) {
+    for (std::int64_t block : {8, 13, 64, 301}) {
+      for (int q = 0; q < 5; ++q) {
+        const float* query = queries.data() + q * kMaxDirectDims;
+        const std::int64_t skip = q == 0 ? -1 : 17 * q;
+        const float infinity = std::numeric_limits<float>::infinity();
+        std::vector<float> fast(kKeep, infinity), portable(kKeep, infinity);
+        std::vector<std::int32_t> fast_ids(kKeep, -1), portable_ids(kKeep, -1);
+        for (std::int64_t start = 0; start < kStride; start += block) {
+          const std::int64_t width = std::min(block, kStride - start);
+          DirectSearch(query, dims, columns.data() + start, kStride, width, start, skip, kKeep,
+                       fast.data(), fast_ids.data());
+          PortableDirectSearch(query, dims, columns.data() + start, kStride, width, start, skip,
+                               kKeep, portable.data(), portable_ids.data());
+        }
+        ASSERT_EQ(fast, portable) << dims << " dims, blocks of " << block;
+        ASSERT_EQ(fast_ids, portable_ids) << dims << " dims, blocks of " << block;
+        // The nearest kKeep references but `skip`, by distances summed in doubles.
+        std::vector<std::pair<double, std::int32_t>> all;
+        for (std::int64_t j = 0; j < kStride; ++j) {
+          if (j == skip) continue;
+          double sum = 0;
+          for (int d = 0; d < dims; ++d) {
+            const double difference = double(query[d]) - columns[d * kStride + j];
+            sum += difference * difference;
+          }
+          all.push_back({sum, static_cast<std::int32_t>(j)});
+        }
+        std::sort(all.begin(), all.end());
+        for (int at = 0; at < kKeep; ++at) {
+          EXPECT_EQ(fast_ids[at], all[at].second) << dims << " dims, neighbour " << at;
+          EXPECT_NEAR(fast[at], all[at].first, 1e-5);
+        }
       }
     }
   }
