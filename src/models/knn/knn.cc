@@ -14,7 +14,6 @@
 #include "core/timer.h"
 #include "models/dense_encoder.h"
 #include "models/knn/knn_dots.h"
-#include "models/knn/knn_list.h"
 #include "models/knn/knn_search.h"
 #include "models/param_json.h"
 
@@ -136,26 +135,6 @@ void NearestNeighbors(const ReferenceColumns& layout, const std::vector<float>& 
   Context context;
   context.num_threads = threads;
   const std::int64_t blocks = (queries + kQueryBlock - 1) / kQueryBlock;
-  // Offers query `row` the references [start, start + width) at squared distances `sum`.
-  // Chunks with no distance under the list's worst are skipped after one count.
-  auto select = [&](std::int64_t row, const float* sum, std::int64_t start, std::int64_t width) {
-    std::int32_t* best = indices.data() + row * keep;
-    float* best_distance = distances.data() + row * keep;
-    constexpr std::int64_t kChunk = 16;
-    for (std::int64_t chunk = 0; chunk < width; chunk += kChunk) {
-      const std::int64_t stop = std::min(width, chunk + kChunk);
-      const float worst = best_distance[keep - 1];
-      int closer = 0;
-      for (std::int64_t at = chunk; at < stop; ++at) closer += sum[at] < worst;
-      if (closer == 0) continue;
-      for (std::int64_t at = chunk; at < stop; ++at) {
-        if (!(sum[at] < best_distance[keep - 1])) continue;
-        const std::int64_t candidate = start + at;
-        if (skip_self && candidate == row) continue;
-        InsertNeighbor(best_distance, best, keep, sum[at], candidate);
-      }
-    }
-  };
   if (dims <= kDirectDims) {
     // Few dimensions: the products would write far more than they compute, so distances are
     // summed directly over a block of references held column-major (knn_dots.h).
@@ -181,7 +160,6 @@ void NearestNeighbors(const ReferenceColumns& layout, const std::vector<float>& 
 #pragma omp parallel num_threads(context.Threads())
   {
     std::vector<float> dots(static_cast<std::size_t>(kQueryTile * kReferenceBlock));
-    std::vector<float> sums(static_cast<std::size_t>(kReferenceBlock));
     std::vector<float> query_norms(static_cast<std::size_t>(kQueryBlock));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t block = 0; block < blocks; ++block) {
@@ -198,13 +176,10 @@ void NearestNeighbors(const ReferenceColumns& layout, const std::vector<float>& 
           Dots(query.data() + tile * dims, rows, dims, columns.data() + start, references, width,
                dots.data());
           for (std::int64_t at = 0; at < rows; ++at) {
-            const float query_norm = query_norms[tile - first + at];
-            const float* row_dots = dots.data() + at * width;
-            float* sum = sums.data();
-            for (std::int64_t column = 0; column < width; ++column) {
-              sum[column] = SquaredDistance(query_norm, norms[column], row_dots[column]);
-            }
-            select(tile + at, sum, start, width);
+            const std::int64_t row = tile + at;
+            SearchFromDots(query_norms[tile - first + at], norms, dots.data() + at * width, width,
+                           start, skip_self ? row : -1, keep, distances.data() + row * keep,
+                           indices.data() + row * keep);
           }
         }
       }

@@ -44,6 +44,18 @@ void PortableDirectOf(const float* query, const float* columns, std::int64_t str
   }
 }
 
+// SearchFromDots over references [first, width).
+void PortableFromDotsOf(float query_norm, const float* norms, const float* dots, std::int64_t first,
+                        std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                        float* distances, std::int32_t* indices) {
+  for (std::int64_t j = first; j < width; ++j) {
+    const float distance = SquaredDistance(query_norm, norms[j], dots[j]);
+    if (distance < distances[keep - 1] && start + j != skip) {
+      InsertNeighbor(distances, indices, keep, distance, start + j);
+    }
+  }
+}
+
 using DirectKernel = void (*)(const float* query, const float* columns, std::int64_t stride,
                               std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
                               float* distances, std::int32_t* indices);
@@ -129,6 +141,28 @@ __attribute__((target("avx2,fma"))) void Avx2Dots(const float* query, std::int64
 #endif
 
 #ifdef TFG_KNN_AVX2
+// Offers references first .. first + 7 at squared distances `distance` to a list whose worst is
+// `worst` (in every lane): those below it go in, in order, as in the portable loops. Returns the
+// list's worst after.
+__attribute__((target("avx2"))) inline __m256 OfferEight(__m256 distance, __m256 worst,
+                                                         std::int64_t first, std::int64_t skip,
+                                                         int keep, float* distances,
+                                                         std::int32_t* indices) {
+  unsigned closer =
+      static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(distance, worst, _CMP_LT_OQ)));
+  if (closer == 0) return worst;
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, distance);
+  for (; closer != 0; closer &= closer - 1) {
+    const int lane = __builtin_ctz(closer);
+    const std::int64_t reference = first + lane;
+    if (lanes[lane] < distances[keep - 1] && reference != skip) {
+      InsertNeighbor(distances, indices, keep, lanes[lane], reference);
+    }
+  }
+  return _mm256_set1_ps(distances[keep - 1]);
+}
+
 // Eight references at a time: the differences squared and added in dimension order (separate
 // multiplies and adds, as the portable loop) and compared with the list's worst in the
 // registers; only references below it leave them, in order. The references past the last whole
@@ -142,28 +176,37 @@ __attribute__((target("avx2"))) void Avx2Direct(const float* query, const float*
   for (int d = 0; d < kDims; ++d) value[d] = _mm256_set1_ps(query[d]);
   __m256 worst = _mm256_set1_ps(distances[keep - 1]);
   const std::int64_t whole = width / 8 * 8;
-  alignas(32) float lanes[8];
   for (std::int64_t j = 0; j < whole; j += 8) {
     __m256 total = _mm256_setzero_ps();
     for (int d = 0; d < kDims; ++d) {
       const __m256 difference = _mm256_sub_ps(value[d], _mm256_loadu_ps(columns + d * stride + j));
       total = _mm256_add_ps(total, _mm256_mul_ps(difference, difference));
     }
-    unsigned closer =
-        static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(total, worst, _CMP_LT_OQ)));
-    if (closer == 0) continue;
-    _mm256_store_ps(lanes, total);
-    for (; closer != 0; closer &= closer - 1) {
-      const int lane = __builtin_ctz(closer);
-      const std::int64_t reference = start + j + lane;
-      if (lanes[lane] < distances[keep - 1] && reference != skip) {
-        InsertNeighbor(distances, indices, keep, lanes[lane], reference);
-      }
-    }
-    worst = _mm256_set1_ps(distances[keep - 1]);
+    worst = OfferEight(total, worst, start + j, skip, keep, distances, indices);
   }
   PortableDirectOf<kDims>(query, columns, stride, whole, width, start, skip, keep, distances,
                           indices);
+}
+
+// Eight references at a time: SquaredDistance's operations in the registers (no fused
+// multiply-add; the clamp at 0 as a maximum, which gives 0 for a NaN as the portable test does),
+// compared with the list's worst there, as Avx2Direct.
+__attribute__((target("avx2"))) void Avx2FromDots(float query_norm, const float* norms,
+                                                  const float* dots, std::int64_t width,
+                                                  std::int64_t start, std::int64_t skip, int keep,
+                                                  float* distances, std::int32_t* indices) {
+  const __m256 norm = _mm256_set1_ps(query_norm);
+  const __m256 two = _mm256_set1_ps(2.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 worst = _mm256_set1_ps(distances[keep - 1]);
+  const std::int64_t whole = width / 8 * 8;
+  for (std::int64_t j = 0; j < whole; j += 8) {
+    const __m256 value = _mm256_sub_ps(_mm256_add_ps(norm, _mm256_loadu_ps(norms + j)),
+                                       _mm256_mul_ps(two, _mm256_loadu_ps(dots + j)));
+    const __m256 distance = _mm256_max_ps(value, zero);
+    worst = OfferEight(distance, worst, start + j, skip, keep, distances, indices);
+  }
+  PortableFromDotsOf(query_norm, norms, dots, whole, width, start, skip, keep, distances, indices);
 }
 #endif
 
@@ -219,6 +262,24 @@ void DirectSearch(const float* query, int dims, const float* columns, std::int64
   }
 #endif
   PortableDirectSearch(query, dims, columns, stride, width, start, skip, keep, distances, indices);
+}
+
+void PortableSearchFromDots(float query_norm, const float* norms, const float* dots,
+                            std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                            float* distances, std::int32_t* indices) {
+  PortableFromDotsOf(query_norm, norms, dots, 0, width, start, skip, keep, distances, indices);
+}
+
+void SearchFromDots(float query_norm, const float* norms, const float* dots, std::int64_t width,
+                    std::int64_t start, std::int64_t skip, int keep, float* distances,
+                    std::int32_t* indices) {
+#ifdef TFG_KNN_AVX2
+  if (DotsUseAvx2()) {
+    Avx2FromDots(query_norm, norms, dots, width, start, skip, keep, distances, indices);
+    return;
+  }
+#endif
+  PortableSearchFromDots(query_norm, norms, dots, width, start, skip, keep, distances, indices);
 }
 
 bool DotsUseAvx2() {

@@ -37,7 +37,21 @@ void PortableDirectSearch(const float* query, int dims, const float* columns, st
                           std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
                           float* distances, std::int32_t* indices);
 
-// Whether Dots and DirectSearch take their AVX2 paths on this processor.
+// Offers a query the references [0, width) of a block whose first reference is `start`, in
+// order, at the squared distances knn_list.h's SquaredDistance makes of the query's squared
+// norm, the references' (`norms`) and their dot products (`dots`, from Dots): as DirectSearch
+// does, into the query's list of its `keep` nearest, reference `skip` (-1: none) excepted.
+// Every path gives the same lists.
+void SearchFromDots(float query_norm, const float* norms, const float* dots, std::int64_t width,
+                    std::int64_t start, std::int64_t skip, int keep, float* distances,
+                    std::int32_t* indices);
+
+// SearchFromDots without vector instructions (for tests).
+void PortableSearchFromDots(float query_norm, const float* norms, const float* dots,
+                            std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
+                            float* distances, std::int32_t* indices);
+
+// Whether Dots, DirectSearch and SearchFromDots take their AVX2 paths on this processor.
 bool DotsUseAvx2();
 
 // Dots without vector instructions, as processors without AVX2 run it (for tests).

@@ -16,6 +16,7 @@
 #include "metrics/metric.h"
 #include "models/adult_features.h"
 #include "models/knn/knn_dots.h"
+#include "models/knn/knn_list.h"
 #include "models/uniform_features.h"
 #include "test_support.h"
 
@@ -165,6 +166,50 @@ TEST(Knn, DirectSearchIsTheSameOnEveryPath) {
           EXPECT_EQ(fast_ids[at], all[at].second) << dims << " dims, neighbour " << at;
           EXPECT_NEAR(fast[at], all[at].first, 1e-5);
         }
+      }
+    }
+  }
+}
+
+// The search from dot products keeps the portable path's lists on the vector path too, and they
+// hold the references of least SquaredDistance (ties to the lower reference), distances clamped
+// at 0 included.
+TEST(Knn, SearchFromDotsIsTheSameOnEveryPath) {
+  constexpr std::int64_t kReferences = 203;
+  constexpr int kKeep = 9;
+  std::vector<float> norms(kReferences), dots(kReferences);
+  for (std::int64_t j = 0; j < kReferences; ++j) {
+    norms[j] = float(RandomUniform(7, 0, j)) * 4.0f;
+    // Some dot products large enough to take the distance below 0 (clamped), so ties at 0.
+    dots[j] = float(RandomUniform(7, 1, j)) * (j % 17 == 0 ? 8.0f : 2.0f);
+  }
+  const float query_norm = 1.5f;
+  for (std::int64_t block : {8, 11, 64, 203}) {
+    for (const std::int64_t skip : {std::int64_t(-1), std::int64_t(34)}) {
+      const float infinity = std::numeric_limits<float>::infinity();
+      std::vector<float> fast(kKeep, infinity), portable(kKeep, infinity);
+      std::vector<std::int32_t> fast_ids(kKeep, -1), portable_ids(kKeep, -1);
+      for (std::int64_t start = 0; start < kReferences; start += block) {
+        const std::int64_t width = std::min(block, kReferences - start);
+        SearchFromDots(query_norm, norms.data() + start, dots.data() + start, width, start, skip,
+                       kKeep, fast.data(), fast_ids.data());
+        PortableSearchFromDots(query_norm, norms.data() + start, dots.data() + start, width, start,
+                               skip, kKeep, portable.data(), portable_ids.data());
+      }
+      ASSERT_EQ(fast, portable) << "blocks of " << block;
+      ASSERT_EQ(fast_ids, portable_ids) << "blocks of " << block;
+      std::vector<std::pair<float, std::int32_t>> all;
+      for (std::int64_t j = 0; j < kReferences; ++j) {
+        if (j != skip) {
+          all.push_back(
+              {SquaredDistance(query_norm, norms[j], dots[j]), static_cast<std::int32_t>(j)});
+        }
+      }
+      std::sort(all.begin(), all.end());
+      EXPECT_EQ(all[0].first, 0.0f) << "no distance was clamped: the test lost its ties";
+      for (int at = 0; at < kKeep; ++at) {
+        EXPECT_EQ(fast_ids[at], all[at].second) << "neighbour " << at;
+        EXPECT_EQ(fast[at], all[at].first) << "neighbour " << at;
       }
     }
   }
