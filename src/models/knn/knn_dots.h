@@ -1,8 +1,9 @@
-// The KNN search's arithmetic: dot products as a small matrix product (queries x dims times
-// dims x references) with few dimensions, where general matrix kernels spend much of their time
-// packing, and, with fewer dimensions still, squared distances summed directly. Every sum runs
-// in dimension order with the same roundings on every path, so the vector path (AVX2, picked
-// at run time) and the portable path give the same bits.
+// The KNN search's arithmetic and its offers to the neighbour lists: dot products as a small
+// matrix product (queries x dims times dims x references) with few dimensions, where general
+// matrix kernels spend much of their time packing, and, with fewer dimensions still, squared
+// distances summed directly. Every sum runs in dimension order with the same roundings on every
+// path, so the vector path (AVX2, picked at run time) and the portable path give the same bits
+// and the same lists; the vector path compares eight distances with a list's worst at once.
 #pragma once
 
 #include <cstdint>
