@@ -211,10 +211,18 @@ __attribute__((target("avx2"))) void Avx2FromDots(float query_norm, const float*
 #endif
 
 template <template <int> class Pick, int... kDims>
-DirectKernel DirectKernelFor(int dims, std::integer_sequence<int, kDims...>) {
+DirectKernel PickFor(int dims, std::integer_sequence<int, kDims...>) {
   DirectKernel chosen = nullptr;
   ((dims == kDims + 1 ? (chosen = Pick<kDims + 1>::kKernel, true) : false) || ...);
   return chosen;
+}
+
+// Pick's kernel for `dims` dimensions (1 to kMaxDirectDims), unrolled at compile time.
+template <template <int> class Pick>
+DirectKernel DirectKernelFor(int dims) {
+  TFG_CHECK(dims >= 1 && dims <= kMaxDirectDims, "direct search takes 1 to {} dimensions, not {}",
+            kMaxDirectDims, dims);
+  return PickFor<Pick>(dims, std::make_integer_sequence<int, kMaxDirectDims>());
 }
 
 template <int kDims>
@@ -241,27 +249,20 @@ void PortableDots(const float* query, std::int64_t count, int dims, const float*
 void PortableDirectSearch(const float* query, int dims, const float* columns, std::int64_t stride,
                           std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
                           float* distances, std::int32_t* indices) {
-  TFG_CHECK(dims >= 1 && dims <= kMaxDirectDims, "direct search takes 1 to {} dimensions, not {}",
-            kMaxDirectDims, dims);
-  const DirectKernel kernel =
-      DirectKernelFor<PickPortable>(dims, std::make_integer_sequence<int, kMaxDirectDims>());
-  kernel(query, columns, stride, width, start, skip, keep, distances, indices);
+  DirectKernelFor<PickPortable>(dims)(query, columns, stride, width, start, skip, keep, distances,
+                                      indices);
 }
 
 void DirectSearch(const float* query, int dims, const float* columns, std::int64_t stride,
                   std::int64_t width, std::int64_t start, std::int64_t skip, int keep,
                   float* distances, std::int32_t* indices) {
 #ifdef TFG_KNN_AVX2
-  if (DotsUseAvx2()) {
-    TFG_CHECK(dims >= 1 && dims <= kMaxDirectDims, "direct search takes 1 to {} dimensions, not {}",
-              kMaxDirectDims, dims);
-    const DirectKernel kernel =
-        DirectKernelFor<PickAvx2>(dims, std::make_integer_sequence<int, kMaxDirectDims>());
-    kernel(query, columns, stride, width, start, skip, keep, distances, indices);
-    return;
-  }
+  const DirectKernel kernel =
+      DotsUseAvx2() ? DirectKernelFor<PickAvx2>(dims) : DirectKernelFor<PickPortable>(dims);
+#else
+  const DirectKernel kernel = DirectKernelFor<PickPortable>(dims);
 #endif
-  PortableDirectSearch(query, dims, columns, stride, width, start, skip, keep, distances, indices);
+  kernel(query, columns, stride, width, start, skip, keep, distances, indices);
 }
 
 void PortableSearchFromDots(float query_norm, const float* norms, const float* dots,
